@@ -1,0 +1,44 @@
+# Two entry points: `make demo` and `make test`. Each installs what is
+# missing (Debian packages), builds, and runs.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test test-unit test-sanitize install format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+# Every test of the main (gcc) build, then the substrate suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer with clang.
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure --timeout 600
+	$(MAKE) test-sanitize
+
+test-sanitize: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCOEXEC_SANITIZE=ON \
+	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure --timeout 600 -L substrate
+
+install: build
+	cmake --install $(BUILD)
+
+format:
+	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' | grep -v '^adapters/openmp/patches/')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

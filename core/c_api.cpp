@@ -1,0 +1,267 @@
+// The exported nosv_* and coexec_* C functions: argument and state checks,
+// then the runtime. Every failure is a documented negative nosv code.
+#include <nosv.h>
+#include <coexec/ext.h>
+
+#include "runtime.hpp"
+
+#include <cstring>
+#include <new>
+
+using coexec::core::Runtime;
+using coexec::core::TaskState;
+using coexec::core::this_thread_context;
+using coexec::core::ThreadContext;
+using coexec::core::valid;
+
+#define COEXEC_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr nosv_flags_t kSubmitFlags = NOSV_SUBMIT_UNLOCKED | NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_IMMEDIATE |
+                                      NOSV_SUBMIT_INLINE | NOSV_SUBMIT_DEADLINE_WAKE;
+
+// The runtime and the calling task, or the error to return.
+struct TaskCall {
+    Runtime* rt = nullptr;
+    ThreadContext* self = nullptr;
+    int error = NOSV_SUCCESS;
+};
+
+TaskCall in_task() {
+    TaskCall c;
+    c.rt = Runtime::get();
+    if (!c.rt) {
+        c.error = NOSV_ERR_NOT_INITIALIZED;
+        return c;
+    }
+    c.self = this_thread_context();
+    if (!c.self || !c.self->current || c.self->cpu == coexec::shm::kNone) c.error = NOSV_ERR_OUTSIDE_TASK;
+    return c;
+}
+
+bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
+    switch (a.level) {
+    case NOSV_AFFINITY_LEVEL_NONE:
+    case NOSV_AFFINITY_LEVEL_USER_COMPLEX: return true;
+    case NOSV_AFFINITY_LEVEL_CPU: return rt.logical_cpu(int(a.index)) >= 0;
+    case NOSV_AFFINITY_LEVEL_NUMA: return rt.logical_numa(int(a.index)) >= 0;
+    }
+    return false;
+}
+
+} // namespace
+
+COEXEC_API int nosv_init(void) { return Runtime::init(); }
+
+COEXEC_API int nosv_shutdown(void) { return Runtime::shutdown(); }
+
+COEXEC_API nosv_task_t nosv_self(void) {
+    ThreadContext* self = Runtime::get() ? this_thread_context() : nullptr;
+    return self ? self->current : nullptr;
+}
+
+COEXEC_API int nosv_type_init(nosv_task_type_t* type, nosv_task_run_callback_t run,
+                              nosv_task_end_callback_t end, nosv_task_completed_callback_t completed,
+                              const char* label, void* metadata, nosv_cost_function_t, nosv_flags_t flags) {
+    if (!type) return NOSV_ERR_INVALID_PARAMETER;
+    if (flags & ~NOSV_TYPE_INIT_EXTERNAL) return NOSV_ERR_INVALID_PARAMETER;
+    const bool external = flags & NOSV_TYPE_INIT_EXTERNAL;
+    if (external ? (run || end || completed) : !run) return NOSV_ERR_INVALID_CALLBACK;
+    auto* t = new (std::nothrow) nosv_task_type;
+    if (!t) return NOSV_ERR_OUT_OF_MEMORY;
+    t->run = run;
+    t->end = end;
+    t->completed = completed;
+    t->label = label ? label : "";
+    t->metadata = metadata;
+    t->external = external;
+    t->magic = coexec::core::kTypeMagic;
+    *type = t;
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int nosv_type_destroy(nosv_task_type_t type, nosv_flags_t flags) {
+    if (!valid(type) || flags != NOSV_TYPE_DESTROY_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    type->magic = 0;
+    delete type;
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t metadata_size, nosv_flags_t flags) {
+    if (!Runtime::get()) return NOSV_ERR_NOT_INITIALIZED;
+    if (!task || !valid(type) || flags != NOSV_CREATE_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    if (type->external) return NOSV_ERR_INVALID_CALLBACK;
+    if (metadata_size > NOSV_MAX_METADATA_SIZE) return NOSV_ERR_INVALID_METADATA_SIZE;
+    void* mem = ::operator new(sizeof(nosv_task) + metadata_size, std::align_val_t(alignof(nosv_task)),
+                               std::nothrow);
+    if (!mem) return NOSV_ERR_OUT_OF_MEMORY;
+    auto* t = new (mem) nosv_task;
+    t->type = type;
+    t->metadata_size = metadata_size;
+    if (metadata_size) std::memset(t->metadata(), 0, metadata_size);
+    t->magic = coexec::core::kTaskMagic;
+    *task = t;
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
+    if (!valid(task) || flags != NOSV_DESTROY_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    if (task->type->external) return NOSV_ERR_INVALID_OPERATION; // ended by nosv_detach
+    TaskState st = task->state.load(std::memory_order_acquire);
+    if (st != TaskState::Created && st != TaskState::Ended) return NOSV_ERR_INVALID_OPERATION;
+    task->magic = 0;
+    task->~nosv_task();
+    ::operator delete(task, std::align_val_t(alignof(nosv_task)));
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    if (!valid(task) || (flags & ~kSubmitFlags)) return NOSV_ERR_INVALID_PARAMETER;
+    if ((flags & NOSV_SUBMIT_INLINE) && (flags & (NOSV_SUBMIT_IMMEDIATE | NOSV_SUBMIT_DEADLINE_WAKE)))
+        return NOSV_ERR_INVALID_PARAMETER;
+    if (task->type->external && task->state.load(std::memory_order_acquire) == TaskState::Created)
+        return NOSV_ERR_INVALID_OPERATION; // an attached thread's task is not runnable
+    if ((flags & NOSV_SUBMIT_BLOCKING) && nosv_self() == task) return NOSV_ERR_INVALID_OPERATION;
+    return rt->submit(task, flags);
+}
+
+COEXEC_API int nosv_pause(nosv_flags_t flags) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    if (flags != NOSV_PAUSE_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    return c.rt->pause(*c.self);
+}
+
+COEXEC_API int nosv_yield(nosv_flags_t flags) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    if (flags & ~NOSV_YIELD_NOFLUSH) return NOSV_ERR_INVALID_PARAMETER;
+    return c.rt->yield(*c.self);
+}
+
+COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    if (flags != NOSV_SCHEDPOINT_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    return c.rt->schedpoint(*c.self);
+}
+
+COEXEC_API int nosv_waitfor(uint64_t target_ns, uint64_t* actual_ns) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    return c.rt->waitfor(*c.self, target_ns, actual_ns);
+}
+
+COEXEC_API int nosv_increase_event_counter(uint64_t increment) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    if (increment == 0) return NOSV_ERR_INVALID_PARAMETER;
+    c.self->current->had_events = true;
+    c.self->current->events.fetch_add(increment, std::memory_order_relaxed);
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int nosv_decrease_event_counter(nosv_task_t task, uint64_t decrement) {
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    if (!valid(task) || decrement == 0) return NOSV_ERR_INVALID_PARAMETER;
+    if (decrement > task->events.load(std::memory_order_relaxed)) return NOSV_ERR_INVALID_OPERATION;
+    task->had_events = true;
+    rt->release_events(task, decrement);
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int nosv_has_events(void) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    // The running body holds one count of its own.
+    return c.self->current->events.load(std::memory_order_relaxed) > 1;
+}
+
+COEXEC_API int nosv_task_had_events(nosv_task_t task) { return valid(task) && task->had_events; }
+
+COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const char* label, nosv_flags_t flags) {
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    if (!task || (flags & ~NOSV_ATTACH_INSTRUMENT)) return NOSV_ERR_INVALID_PARAMETER;
+    if (affinity && !valid_affinity(*rt, *affinity)) return NOSV_ERR_INVALID_PARAMETER;
+    if (this_thread_context()) return NOSV_ERR_INVALID_OPERATION; // already a coexec thread
+    return rt->attach(task, affinity, label);
+}
+
+COEXEC_API int nosv_detach(nosv_flags_t flags) {
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    if (flags & ~(NOSV_DETACH_NO_RESTORE_AFFINITY | NOSV_DETACH_INSTRUMENT)) return NOSV_ERR_INVALID_PARAMETER;
+    ThreadContext* self = this_thread_context();
+    if (!self) return NOSV_ERR_OUTSIDE_TASK;
+    if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
+    return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY));
+}
+
+// ---- getters and setters (invalid handles give neutral values) -------
+
+COEXEC_API void* nosv_get_task_metadata(nosv_task_t task) { return valid(task) ? task->metadata() : nullptr; }
+COEXEC_API nosv_task_type_t nosv_get_task_type(nosv_task_t task) { return valid(task) ? task->type : nullptr; }
+COEXEC_API int nosv_get_task_priority(nosv_task_t task) { return valid(task) ? task->priority : 0; }
+COEXEC_API void nosv_set_task_priority(nosv_task_t task, int priority) {
+    if (valid(task)) task->priority = priority;
+}
+COEXEC_API nosv_task_run_callback_t nosv_get_task_type_run_callback(nosv_task_type_t type) {
+    return valid(type) ? type->run : nullptr;
+}
+COEXEC_API nosv_task_end_callback_t nosv_get_task_type_end_callback(nosv_task_type_t type) {
+    return valid(type) ? type->end : nullptr;
+}
+COEXEC_API nosv_task_completed_callback_t nosv_get_task_type_completed_callback(nosv_task_type_t type) {
+    return valid(type) ? type->completed : nullptr;
+}
+COEXEC_API const char* nosv_get_task_type_label(nosv_task_type_t type) {
+    return valid(type) && !type->label.empty() ? type->label.c_str() : nullptr;
+}
+COEXEC_API void* nosv_get_task_type_metadata(nosv_task_type_t type) { return valid(type) ? type->metadata : nullptr; }
+
+COEXEC_API nosv_affinity_t nosv_get_task_affinity(nosv_task_t task) {
+    return valid(task) ? task->affinity : nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED);
+}
+
+COEXEC_API void nosv_set_task_affinity(nosv_task_t task, nosv_affinity_t* affinity) {
+    Runtime* rt = Runtime::get();
+    if (!valid(task) || !affinity) return;
+    if (rt && !valid_affinity(*rt, *affinity)) {
+        std::fprintf(stderr, "coexec: ignoring an affinity to a CPU or NUMA node this instance does not manage\n");
+        return;
+    }
+    task->affinity = *affinity;
+}
+
+COEXEC_API nosv_affinity_t nosv_get_default_affinity(void) {
+    return nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED);
+}
+
+// ---- coexec extensions ----------------------------------------------
+
+COEXEC_API int coexec_block_enter(void) {
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    return c.rt->block_enter(*c.self);
+}
+
+COEXEC_API int coexec_block_exit(void) {
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    ThreadContext* self = this_thread_context();
+    if (!self || !self->current) return NOSV_ERR_OUTSIDE_TASK;
+    return rt->block_exit(*self);
+}
+
+COEXEC_API int coexec_cpu_wanted(void) {
+    Runtime* rt = Runtime::get();
+    ThreadContext* self = rt ? this_thread_context() : nullptr;
+    return self && rt->cpu_wanted(*self);
+}
+
+COEXEC_API int coexec_is_active(void) { return Runtime::get() != nullptr; }

@@ -1,0 +1,43 @@
+// Runtime configuration: defaults, then a TOML file (NOSV_CONFIG or
+// COEXEC_CONFIG), then overrides (NOSV_CONFIG_OVERRIDE or
+// COEXEC_CONFIG_OVERRIDE, "key=value,key=value").
+#pragma once
+
+#include "shm/layout.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coexec::core {
+
+enum class GovernorPolicy : uint32_t { Hybrid = 0, Idle = 1, Busy = 2 };
+
+struct Config {
+    std::string shm_name = "coexec";
+    shm::Isolation isolation = shm::Isolation::User;
+    uint64_t quantum_ns = 20'000'000;
+    GovernorPolicy governor = GovernorPolicy::Hybrid;
+    uint32_t governor_spins = 10'000;
+    std::string binding = "all";
+};
+
+struct ConfigResult {
+    bool ok = true;
+    std::string error;                 // why loading failed (bad value, bad file)
+    std::vector<std::string> warnings; // unknown or unsupported keys
+};
+
+// Builds the configuration from the environment.
+ConfigResult load_config(Config& out);
+
+// Applies one "key=value" setting; used for files and overrides alike.
+ConfigResult apply_setting(Config& cfg, const std::string& key, const std::string& value);
+
+// Applies an override string ("a.b=1,c.d=x"). A comma followed by text
+// without '=' continues the previous value, so "topology.binding=0-1,3" works.
+ConfigResult apply_overrides(Config& cfg, const std::string& overrides);
+
+const char* governor_name(GovernorPolicy p);
+
+} // namespace coexec::core

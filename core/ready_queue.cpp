@@ -1,0 +1,120 @@
+#include "ready_queue.hpp"
+
+#include <climits>
+
+namespace coexec::core {
+
+using scheduler::Placement;
+
+void ReadyQueue::Fifo::push(nosv_task* t, bool front) {
+    auto& q = by_priority_[t->priority];
+    if (front) q.push_front(t);
+    else q.push_back(t);
+    ++size_;
+}
+
+nosv_task* ReadyQueue::Fifo::pop() {
+    if (size_ == 0) return nullptr;
+    auto it = by_priority_.begin();
+    nosv_task* t = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) by_priority_.erase(it);
+    --size_;
+    return t;
+}
+
+bool ReadyQueue::Fifo::remove(nosv_task* t) {
+    auto it = by_priority_.find(t->priority);
+    if (it == by_priority_.end()) return false;
+    auto& q = it->second;
+    for (auto qi = q.begin(); qi != q.end(); ++qi)
+        if (*qi == t) {
+            q.erase(qi);
+            if (q.empty()) by_priority_.erase(it);
+            --size_;
+            return true;
+        }
+    return false;
+}
+
+int ReadyQueue::Fifo::top_priority() const {
+    return size_ ? by_priority_.begin()->first : INT_MIN;
+}
+
+ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
+    : counters_(counters), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
+      strict_numa_(size_t(numa_nodes)), preferred_numa_(size_t(numa_nodes)) {}
+
+ReadyQueue::Fifo& ReadyQueue::fifo_for(const Placement& w) {
+    switch (w.kind) {
+    case Placement::Kind::Cpu: return w.strict ? strict_cpu_[size_t(w.index)] : preferred_cpu_[size_t(w.index)];
+    case Placement::Kind::Numa: return w.strict ? strict_numa_[size_t(w.index)] : preferred_numa_[size_t(w.index)];
+    case Placement::Kind::Any: break;
+    }
+    return any_;
+}
+
+void ReadyQueue::count(const Placement& w, int delta) {
+    // seq_cst on increments: pairs with the seq_cst update of unheld_cpus by
+    // a CPU going idle, so one of the two always sees the other (Dekker).
+    auto order = delta > 0 ? std::memory_order_seq_cst : std::memory_order_relaxed;
+    if (!w.strict || w.kind == Placement::Kind::Any) counters_.ready_any.fetch_add(delta, order);
+    else if (w.kind == Placement::Kind::Cpu) counters_.ready_cpu[w.index].fetch_add(delta, order);
+    else counters_.ready_numa[w.index].fetch_add(delta, order);
+    counters_.ready_total.fetch_add(delta, order);
+    if (!w.strict && w.kind != Placement::Kind::Any) preferred_count_ += delta;
+}
+
+void ReadyQueue::count_external(const Placement& where, int delta) { count(where, delta); }
+
+void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
+    fifo_for(where).push(task, front);
+    count(where, +1);
+}
+
+bool ReadyQueue::remove(nosv_task* task, const Placement& where) {
+    if (!fifo_for(where).remove(task)) return false;
+    count(where, -1);
+    return true;
+}
+
+int ReadyQueue::top_priority(int cpu, int numa) const {
+    int best = any_.top_priority();
+    for (const Fifo* f : {&strict_cpu_[size_t(cpu)], &preferred_cpu_[size_t(cpu)],
+                          &strict_numa_[size_t(numa)], &preferred_numa_[size_t(numa)]})
+        best = std::max(best, f->top_priority());
+    return best;
+}
+
+nosv_task* ReadyQueue::pop(int cpu, int numa) {
+    const Slot local[] = {
+        {&strict_cpu_[size_t(cpu)], {Placement::Kind::Cpu, cpu, true}},
+        {&preferred_cpu_[size_t(cpu)], {Placement::Kind::Cpu, cpu, false}},
+        {&strict_numa_[size_t(numa)], {Placement::Kind::Numa, numa, true}},
+        {&preferred_numa_[size_t(numa)], {Placement::Kind::Numa, numa, false}},
+        {&any_, {}},
+    };
+    const Slot* best = nullptr;
+    for (const Slot& s : local)
+        if (!s.fifo->empty() && (!best || s.fifo->top_priority() > best->fifo->top_priority())) best = &s;
+    Slot stolen{};
+    if (!best && preferred_count_ > 0) {
+        // Preferred work elsewhere may run here rather than wait.
+        for (size_t i = 0; i < preferred_cpu_.size(); ++i)
+            if (!preferred_cpu_[i].empty() && (!best || preferred_cpu_[i].top_priority() > best->fifo->top_priority())) {
+                stolen = {&preferred_cpu_[i], {Placement::Kind::Cpu, int(i), false}};
+                best = &stolen;
+            }
+        for (size_t i = 0; i < preferred_numa_.size(); ++i)
+            if (!preferred_numa_[i].empty() && (!best || preferred_numa_[i].top_priority() > best->fifo->top_priority())) {
+                stolen = {&preferred_numa_[i], {Placement::Kind::Numa, int(i), false}};
+                best = &stolen;
+            }
+    }
+    if (!best) return nullptr;
+    nosv_task* t = best->fifo->pop();
+    count(best->where, -1);
+    return t;
+}
+
+} // namespace coexec::core

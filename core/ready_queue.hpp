@@ -1,0 +1,59 @@
+// The process's ready tasks, by priority and placement. Not thread-safe: the
+// runtime guards it with its queue mutex. Every push and pop is mirrored in
+// the process's shared counters so other processes see its demand.
+#pragma once
+
+#include "core/task.hpp"
+#include "scheduler/shared_scheduler.hpp"
+#include "shm/layout.hpp"
+
+#include <deque>
+#include <map>
+#include <vector>
+
+namespace coexec::core {
+
+class ReadyQueue {
+  public:
+    ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes);
+
+    // Queues `task` with `where`; `front` puts it ahead of its priority peers.
+    void push(nosv_task* task, const scheduler::Placement& where, bool front);
+    // The best task that may run on logical CPU `cpu` (on NUMA `numa`), or
+    // null. Strict and preferred matches come first at equal priority; a
+    // CPU with nothing of its own steals preferred work of other places.
+    nosv_task* pop(int cpu, int numa);
+    // Removes `task` if it is queued; true if it was.
+    bool remove(nosv_task* task, const scheduler::Placement& where);
+    // Highest priority ready for `cpu`, or INT_MIN.
+    int top_priority(int cpu, int numa) const;
+    // Counts an item that is ready but held outside the queue (IMMEDIATE).
+    void count_external(const scheduler::Placement& where, int delta);
+
+  private:
+    class Fifo {
+      public:
+        void push(nosv_task* t, bool front);
+        nosv_task* pop();
+        bool remove(nosv_task* t);
+        bool empty() const { return size_ == 0; }
+        int top_priority() const;
+
+      private:
+        std::map<int, std::deque<nosv_task*>, std::greater<>> by_priority_;
+        size_t size_ = 0;
+    };
+    struct Slot {
+        Fifo* fifo;
+        scheduler::Placement where;
+    };
+    Fifo& fifo_for(const scheduler::Placement& where);
+    void count(const scheduler::Placement& where, int delta);
+
+    shm::ProcSlot& counters_;
+    Fifo any_;
+    std::vector<Fifo> strict_cpu_, preferred_cpu_, strict_numa_, preferred_numa_;
+    long preferred_count_ = 0;
+};
+
+} // namespace coexec::core

@@ -1,0 +1,127 @@
+// The one per-process runtime object: the process's membership in the shared
+// instance, its ready queue, its worker threads, and the scheduling points.
+#pragma once
+
+#include "core/config.hpp"
+#include "core/ready_queue.hpp"
+#include "core/task.hpp"
+#include "core/thread_context.hpp"
+#include "scheduler/shared_scheduler.hpp"
+#include "scheduler/topology.hpp"
+#include "shm/segment.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace coexec::core {
+
+class Runtime {
+  public:
+    // Joins the instance (nesting). Returns a nosv error code.
+    static int init();
+    // Leaves it when the nesting count reaches zero.
+    static int shutdown();
+    // The runtime, or null before init / after the last shutdown.
+    static Runtime* get() { return instance_.load(std::memory_order_acquire); }
+
+    // ---- topology (logical indices) ----------------------------------
+    int cpu_count() const { return int(cpu_system_ids_.size()); }
+    int numa_count() const { return int(numa_system_ids_.size()); }
+    const std::vector<int>& cpu_system_ids() const { return cpu_system_ids_; }
+    const std::vector<int>& numa_system_ids() const { return numa_system_ids_; }
+    int numa_of_cpu(int cpu) const { return segment()->cpus[cpu].numa; }
+    int logical_cpu(int system_id) const;
+    int logical_numa(int system_id) const;
+    shm::Segment* segment() const { return mapping_.get(); }
+    int32_t proc() const { return proc_; }
+    const Config& config() const { return config_; }
+
+    // ---- the scheduling points (see the nosv_* contracts) ------------
+    int submit(nosv_task* task, nosv_flags_t flags);
+    int pause(ThreadContext& self);
+    int yield(ThreadContext& self);
+    int schedpoint(ThreadContext& self);
+    int waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns);
+    int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label);
+    int detach(ThreadContext& self, bool restore_affinity);
+    int block_enter(ThreadContext& self);
+    int block_exit(ThreadContext& self);
+    bool cpu_wanted(const ThreadContext& self) const;
+    // Completes `task` if its last event is gone.
+    void release_events(nosv_task* task, uint64_t count);
+
+    scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
+    nosv_task_type* external_type() { return &external_type_; }
+
+    ~Runtime();
+
+  private:
+    Runtime() = default;
+    int start();
+    void stop();
+    void monitor_main();
+
+    // Queues a ready task and makes sure some CPU will pick it up.
+    void make_ready(nosv_task* task, bool front);
+    // Gives an unheld CPU to this process's work when one exists.
+    void kick(const scheduler::Placement& where);
+    // Keeps one pool worker available to receive CPUs from other processes.
+    void ensure_receiver();
+    bool spawn_worker();
+
+    // What the caller should do after leaving its CPU.
+    // Continue: the caller keeps the CPU. Gone: the CPU went to another
+    // thread. Pooled: it went to another process and the caller (a free
+    // worker) is already back in the pool. Holding: the caller keeps the
+    // CPU idle.
+    enum class Leave { Continue, Gone, Pooled, Holding };
+    // The caller is leaving its CPU. A free worker (`can_run`) may get the
+    // next task back to run itself; the caller's own task may come back too
+    // (a yield, or a resume that raced the pause), in which case it keeps
+    // the CPU and `*next` is that task.
+    Leave leave_cpu(ThreadContext& self, bool can_run, nosv_task** next);
+    Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, nosv_task** next);
+    Leave go_unheld(ThreadContext& self, bool can_run);
+    nosv_task* pop_own(int cpu);
+    // Blocks until the thread is granted a CPU; returns it, or kNone when
+    // the runtime stops.
+    int32_t wait_for_cpu(ThreadContext& self);
+    // The caller's task stops running until someone makes it ready again;
+    // returns once it holds a CPU again.
+    void block_current(ThreadContext& self);
+    void bind_to(ThreadContext& self, int32_t cpu);
+
+    void worker_main(ThreadContext& self);
+    // Idle holder: spins then sleeps until work arrives (true) or the CPU
+    // is taken away (false).
+    bool hold_idle(ThreadContext& self);
+    void run_task(ThreadContext& self, nosv_task* task);
+    void show_label(ThreadContext& self, const nosv_task_type* type);
+    void finish_worker(ThreadContext& self);
+    void return_to_pool(ThreadContext& self);
+
+    static std::atomic<Runtime*> instance_;
+
+    Config config_;
+    shm::SegmentMapping mapping_;
+    std::unique_ptr<scheduler::SharedScheduler> sched_;
+    int32_t proc_ = shm::kNone;
+    std::vector<int> cpu_system_ids_, numa_system_ids_;
+
+    std::mutex queue_mutex_;
+    std::unique_ptr<ReadyQueue> queue_;
+
+    std::mutex workers_mutex_;
+    std::vector<std::unique_ptr<ThreadContext>> workers_;
+    std::atomic<int> unblocked_workers_{0};
+    std::vector<ThreadContext*> by_slot_; // slot -> context (this process's)
+
+    std::atomic<bool> stopping_{false};
+    std::thread monitor_;
+    nosv_task_type external_type_;
+};
+
+} // namespace coexec::core

@@ -1,0 +1,219 @@
+// Scheduling points: how a thread leaves its CPU, and how it gets one.
+#include "runtime.hpp"
+
+#include "shm/clock.hpp"
+#include "shm/futex.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+namespace coexec::core {
+
+using namespace coexec::shm;
+using scheduler::Placement;
+using scheduler::SharedScheduler;
+using scheduler::WakeList;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr uint64_t kWaitSliceNs = 50'000'000; // bounded sleeps, so stop is seen
+} // namespace
+
+scheduler::Placement Runtime::placement_of(const nosv_affinity_t& a) const {
+    Placement p;
+    p.strict = a.type == NOSV_AFFINITY_TYPE_STRICT;
+    if (a.level == NOSV_AFFINITY_LEVEL_CPU) {
+        int c = logical_cpu(int(a.index));
+        if (c >= 0) p = {Placement::Kind::Cpu, c, p.strict};
+    } else if (a.level == NOSV_AFFINITY_LEVEL_NUMA) {
+        int n = logical_numa(int(a.index));
+        if (n >= 0) p = {Placement::Kind::Numa, n, p.strict};
+    }
+    if (p.kind == Placement::Kind::Any) p.strict = false;
+    return p;
+}
+
+nosv_task* Runtime::pop_own(int cpu) {
+    if (segment()->procs[proc_].ready_total.load(rlx) <= 0) return nullptr;
+    std::lock_guard guard(queue_mutex_);
+    return queue_->pop(cpu, numa_of_cpu(cpu));
+}
+
+void Runtime::make_ready(nosv_task* task, bool front) {
+    Placement where = placement_of(task->affinity);
+    {
+        std::lock_guard guard(queue_mutex_);
+        queue_->push(task, where, front);
+    }
+    ensure_receiver();
+    kick(where);
+}
+
+void Runtime::kick(const Placement& where) {
+    Segment& s = *segment();
+    // seq_cst: our counter increment (in push) comes before this load; a
+    // CPU going idle increments unheld_cpus before re-checking counters.
+    // One of us sees the other, so no ready task is left with an idle CPU.
+    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return;
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        sched_->claim_unheld_cpu(proc_, where, wakes);
+    }
+    wakes.flush(s);
+}
+
+void Runtime::ensure_receiver() {
+    const ProcSlot& me = segment()->procs[proc_];
+    if (me.pool_size.load(rlx) > 0 || stopping_.load(rlx)) return;
+    // At most one running worker per CPU plus one spare to receive CPUs.
+    if (unblocked_workers_.load(rlx) > cpu_count()) return;
+    spawn_worker();
+}
+
+void Runtime::bind_to(ThreadContext& self, int32_t cpu) {
+    self.cpu = cpu;
+    if (self.pinned == cpu) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu_system_ids_[size_t(cpu)], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    self.pinned = cpu;
+}
+
+int32_t Runtime::wait_for_cpu(ThreadContext& self) {
+    ThreadSlot& th = segment()->threads[self.slot];
+    for (;;) {
+        uint32_t seq = th.word.load(std::memory_order_acquire);
+        // Acquire pairs with the granter's release store of `grant`.
+        int32_t cpu = th.grant.exchange(kNone, std::memory_order_acquire);
+        if (cpu != kNone) {
+            bind_to(self, cpu);
+            return cpu;
+        }
+        if (stopping_.load(std::memory_order_acquire)) return kNone;
+        futex_wait(th.word, seq, kWaitSliceNs);
+    }
+}
+
+Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task** next) {
+    *next = nullptr;
+    const int32_t c = self.cpu;
+    if (nosv_task* t = self.immediate) {
+        self.immediate = nullptr;
+        {
+            std::lock_guard guard(queue_mutex_);
+            queue_->count_external({Placement::Kind::Cpu, c, true}, -1);
+        }
+        return hand_to(self, t, can_run, next);
+    }
+    if (sched_->foreign_work(proc_, c)) {
+        WakeList wakes;
+        SharedScheduler::Next decision;
+        {
+            auto lock = sched_->lock(wakes);
+            decision = sched_->decide(c, proc_, wakes);
+        }
+        wakes.flush(*segment());
+        if (decision == SharedScheduler::Next::Other) {
+            self.cpu = kNone;
+            return Leave::Gone;
+        }
+    }
+    if (nosv_task* t = pop_own(c)) return hand_to(self, t, can_run, next);
+    return go_unheld(self, can_run);
+}
+
+Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run, nosv_task** next) {
+    const int32_t c = self.cpu;
+    if (t->thread == &self) {
+        // Our own task came back (a yield, or a resume racing the pause).
+        *next = t;
+        return Leave::Continue;
+    }
+    if (t->thread) {
+        // A started task lives on its thread: hand the CPU over directly.
+        self.cpu = kNone;
+        sched_->handoff_within_process(c, t->thread->slot);
+        return Leave::Gone;
+    }
+    if (can_run) {
+        *next = t;
+        return Leave::Continue;
+    }
+    // A fresh task while we block: a pool worker of ours runs it.
+    ThreadContext* worker = nullptr;
+    for (;;) {
+        WakeList wakes;
+        {
+            auto lock = sched_->lock(wakes);
+            ProcSlot& me = segment()->procs[proc_];
+            int32_t w = me.pool_head;
+            if (w != kNone) {
+                me.pool_head = segment()->threads[w].next;
+                me.pool_size.fetch_sub(1, rlx);
+                worker = by_slot_[size_t(w)];
+            }
+        }
+        if (worker || !spawn_worker()) break;
+    }
+    if (!worker) {
+        // No thread can be had (segment full): put the task back.
+        std::lock_guard guard(queue_mutex_);
+        queue_->push(t, placement_of(t->affinity), true);
+        return go_unheld(self, false);
+    }
+    worker->assigned = t;
+    self.cpu = kNone;
+    // The release store of the grant publishes `assigned` to the worker.
+    sched_->handoff_within_process(c, worker->slot);
+    return Leave::Gone;
+}
+
+Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
+    const int32_t c = self.cpu;
+    WakeList wakes;
+    int32_t taker;
+    {
+        auto lock = sched_->lock(wakes);
+        if (can_run) sched_->set_holding(c, false);
+        else sched_->set_free(c);
+        // Fence: the unheld count above is published before we read the
+        // ready counters below (Dekker with kick()). Work queued before we
+        // counted this CPU as unheld skipped its kick: offer it the CPU.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        taker = sched_->offer(c, wakes);
+    }
+    wakes.flush(*segment());
+    if (taker == self.slot) {
+        // Our own work arrived: we keep the CPU.
+        segment()->threads[self.slot].grant.store(kNone, rlx);
+        return Leave::Continue;
+    }
+    if (!can_run) {
+        self.cpu = kNone;
+        return Leave::Gone;
+    }
+    if (taker != kNone) {
+        self.cpu = kNone;
+        return Leave::Pooled; // another process took it and evicted us
+    }
+    return Leave::Holding;
+}
+
+void Runtime::block_current(ThreadContext& self) {
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    nosv_task* next = nullptr;
+    // With can_run false, Continue means our own task came back: keep the CPU.
+    if (leave_cpu(self, false, &next) != Leave::Continue) {
+        if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    }
+    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+}
+
+bool Runtime::cpu_wanted(const ThreadContext& self) const {
+    if (self.cpu == kNone) return false;
+    return sched_->has_work(proc_, self.cpu) || sched_->foreign_work(proc_, self.cpu);
+}
+
+} // namespace coexec::core

@@ -1,0 +1,62 @@
+// Task types and tasks: the private, per-process objects behind the opaque
+// nosv_task_type_t and nosv_task_t handles.
+#pragma once
+
+#include <nosv.h>
+
+#include "scheduler/shared_scheduler.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace coexec::core {
+struct ThreadContext;
+
+enum class TaskState : uint32_t {
+    Created,   // never submitted, or completed and not resubmitted
+    Ready,     // in the ready queue (or stashed as an IMMEDIATE successor)
+    Running,   // bound to a thread that holds a CPU
+    Resumed,   // running, and a submit arrived before its pause
+    Paused,    // waiting for nosv_submit
+    Waiting,   // in nosv_waitfor
+    Blocked,   // between coexec_block_enter and coexec_block_exit
+    Ended,     // run and end callbacks done, events still pending
+};
+} // namespace coexec::core
+
+struct nosv_task_type {
+    nosv_task_run_callback_t run = nullptr;
+    nosv_task_end_callback_t end = nullptr;
+    nosv_task_completed_callback_t completed = nullptr;
+    std::string label;
+    void* metadata = nullptr;
+    bool external = false;
+    uint64_t magic = 0; // kTypeMagic while alive: catches stale handles
+};
+
+struct alignas(64) nosv_task {
+    nosv_task_type* type = nullptr;
+    std::atomic<coexec::core::TaskState> state{coexec::core::TaskState::Created};
+    int priority = 0;
+    nosv_affinity_t affinity{};
+    // One extra count while the body runs, so the last decrement (the body's
+    // end or an external event) completes the task exactly once.
+    std::atomic<uint64_t> events{0};
+    bool had_events = false;
+    // The thread this task lives on while started (attached thread, or the
+    // worker that began running it); null for a task not yet started.
+    coexec::core::ThreadContext* thread = nullptr;
+    nosv_task* blocking_waiter = nullptr; // resumed when this task completes
+    uint64_t magic = 0;                   // kTaskMagic while alive
+    size_t metadata_size = 0;
+    // Metadata follows the struct.
+    void* metadata() { return metadata_size ? reinterpret_cast<char*>(this + 1) : nullptr; }
+};
+
+namespace coexec::core {
+inline constexpr uint64_t kTypeMagic = 0x7479706563786563ULL;
+inline constexpr uint64_t kTaskMagic = 0x7461736b63786563ULL;
+inline bool valid(const nosv_task_type* t) { return t && t->magic == kTypeMagic; }
+inline bool valid(const nosv_task* t) { return t && t->magic == kTaskMagic; }
+} // namespace coexec::core

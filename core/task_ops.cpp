@@ -1,0 +1,231 @@
+// The task-level operations behind nosv_submit, pause, yield, waitfor,
+// schedpoint, attach/detach and the block extension.
+#include "runtime.hpp"
+
+#include "shm/clock.hpp"
+#include "shm/futex.hpp"
+
+#include <new>
+#include <pthread.h>
+#include <unistd.h>
+
+namespace coexec::core {
+
+using namespace coexec::shm;
+using scheduler::Placement;
+using scheduler::WakeList;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr auto acq = std::memory_order_acquire;
+constexpr auto rel = std::memory_order_release;
+
+bool transition(nosv_task* t, TaskState from, TaskState to) {
+    return t->state.compare_exchange_strong(from, to, std::memory_order_acq_rel);
+}
+
+void wake_thread(Segment& s, int32_t slot) {
+    s.threads[slot].word.fetch_add(1, rel);
+    futex_wake(s.threads[slot].word);
+}
+} // namespace
+
+int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
+    ThreadContext* self = this_thread_context();
+    nosv_task* caller = self ? self->current : nullptr;
+    if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && !caller) return NOSV_ERR_OUTSIDE_TASK;
+
+    if (flags & NOSV_SUBMIT_INLINE) {
+        if (!transition(t, TaskState::Created, TaskState::Running)) return NOSV_ERR_INVALID_OPERATION;
+        if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
+        run_task(*self, t);
+        self->current = caller;
+        show_label(*self, caller->type);
+        return NOSV_SUCCESS;
+    }
+    if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) && transition(t, TaskState::Waiting, TaskState::Ready)) {
+        make_ready(t, true);
+        wake_thread(*segment(), t->thread->slot); // end its timed sleep
+        return NOSV_SUCCESS;
+    }
+    if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
+    for (;;) {
+        TaskState st = t->state.load(acq);
+        switch (st) {
+        case TaskState::Running:
+            // Not paused yet: its next pause returns at once.
+            if (transition(t, st, TaskState::Resumed)) return NOSV_SUCCESS;
+            continue;
+        case TaskState::Waiting:
+            return NOSV_SUCCESS; // its deadline wakes it
+        case TaskState::Created:
+        case TaskState::Paused:
+            if (!transition(t, st, TaskState::Ready)) continue;
+            break;
+        default:
+            t->blocking_waiter = nullptr;
+            return NOSV_ERR_INVALID_OPERATION; // already ready, or not resumable
+        }
+        break;
+    }
+    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && caller && self->cpu != kNone &&
+                     !self->immediate && !t->thread &&
+                     placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
+    if (immediate) {
+        self->immediate = t;
+        std::lock_guard guard(queue_mutex_);
+        queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+    } else {
+        make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
+    }
+    if (flags & NOSV_SUBMIT_BLOCKING) return pause(*self);
+    return NOSV_SUCCESS;
+}
+
+int Runtime::pause(ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (!transition(t, TaskState::Running, TaskState::Paused)) {
+        // A submit arrived before the pause: consume it.
+        transition(t, TaskState::Resumed, TaskState::Running);
+        return NOSV_SUCCESS;
+    }
+    block_current(self);
+    t->state.store(TaskState::Running, rel);
+    return NOSV_SUCCESS;
+}
+
+int Runtime::yield(ThreadContext& self) {
+    const int32_t c = self.cpu;
+    if (!self.immediate && !sched_->has_work(proc_, c) && !sched_->foreign_work(proc_, c))
+        return NOSV_SUCCESS;
+    nosv_task* t = self.current;
+    t->state.store(TaskState::Ready, rel);
+    {
+        std::lock_guard guard(queue_mutex_);
+        queue_->push(t, placement_of(t->affinity), false);
+    }
+    block_current(self);
+    t->state.store(TaskState::Running, rel);
+    return NOSV_SUCCESS;
+}
+
+int Runtime::schedpoint(ThreadContext& self) {
+    const int32_t c = self.cpu;
+    const CpuSlot& cpu = segment()->cpus[c];
+    bool switch_now = false;
+    if (sched_->foreign_work(proc_, c))
+        switch_now = cpu.turn_proc.load(rlx) != proc_ ||
+                     now_ns() - cpu.turn_start_ns.load(rlx) >= sched_->quantum_ns();
+    if (!switch_now && segment()->procs[proc_].ready_total.load(rlx) > 0) {
+        std::lock_guard guard(queue_mutex_);
+        switch_now = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
+    }
+    return switch_now ? yield(self) : NOSV_SUCCESS;
+}
+
+int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
+    nosv_task* t = self.current;
+    const uint64_t start = now_ns();
+    const uint64_t deadline = start + ns;
+    t->state.store(TaskState::Waiting, rel);
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    nosv_task* next = nullptr;
+    if (leave_cpu(self, false, &next) != Leave::Continue) {
+        ThreadSlot& th = segment()->threads[self.slot];
+        while (t->state.load(acq) == TaskState::Waiting) {
+            uint64_t now = now_ns();
+            if (now >= deadline) {
+                if (transition(t, TaskState::Waiting, TaskState::Ready)) make_ready(t, false);
+                break;
+            }
+            uint32_t seq = th.word.load(acq);
+            if (t->state.load(acq) != TaskState::Waiting) break;
+            futex_wait(th.word, seq, deadline - now);
+        }
+        if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    }
+    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    t->state.store(TaskState::Running, rel);
+    if (actual_ns) *actual_ns = now_ns() - start;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label) {
+    auto ctx = std::make_unique<ThreadContext>();
+    ctx->attached = true;
+    pthread_getaffinity_np(pthread_self(), sizeof ctx->original_mask, &ctx->original_mask);
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        ctx->slot = sched_->alloc_thread(proc_, ::gettid(), label ? label : "attached", ThreadState::Waiting);
+        if (ctx->slot != kNone) by_slot_[size_t(ctx->slot)] = ctx.get();
+    }
+    wakes.flush(*segment());
+    if (ctx->slot == kNone) return NOSV_ERR_OUT_OF_MEMORY;
+    void* mem = ::operator new(sizeof(nosv_task), std::align_val_t(alignof(nosv_task)), std::nothrow);
+    if (!mem) {
+        auto lock = sched_->lock(wakes);
+        sched_->free_thread(ctx->slot);
+        return NOSV_ERR_OUT_OF_MEMORY;
+    }
+    auto* t = new (mem) nosv_task;
+    t->type = &external_type_;
+    t->magic = kTaskMagic;
+    if (affinity) t->affinity = *affinity;
+    t->thread = ctx.get();
+    t->state.store(TaskState::Ready, rel);
+    ctx->current = t;
+    ctx->shown_type = &external_type_; // the slot already shows the attach label
+    ThreadContext* raw = ctx.release();
+    this_thread_context() = raw;
+    make_ready(t, false);
+    wait_for_cpu(*raw);
+    t->state.store(TaskState::Running, rel);
+    *out = t;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::detach(ThreadContext& self, bool restore_affinity) {
+    nosv_task* t = self.current;
+    if (self.cpu != kNone) {
+        nosv_task* next = nullptr;
+        leave_cpu(self, false, &next);
+    }
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        sched_->free_thread(self.slot);
+        by_slot_[size_t(self.slot)] = nullptr;
+    }
+    wakes.flush(*segment());
+    if (restore_affinity) pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
+    t->magic = 0;
+    t->~nosv_task();
+    ::operator delete(t, std::align_val_t(alignof(nosv_task)));
+    this_thread_context() = nullptr;
+    delete &self;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::block_enter(ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    t->state.store(TaskState::Blocked, rel);
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    nosv_task* next = nullptr;
+    leave_cpu(self, false, &next);
+    self.cpu = kNone;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::block_exit(ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (!transition(t, TaskState::Blocked, TaskState::Ready)) return NOSV_ERR_INVALID_OPERATION;
+    make_ready(t, true);
+    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    t->state.store(TaskState::Running, rel);
+    return NOSV_SUCCESS;
+}
+
+} // namespace coexec::core

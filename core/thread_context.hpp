@@ -1,0 +1,29 @@
+// What coexec knows about one of its threads, private to the process.
+#pragma once
+
+#include "core/task.hpp"
+#include "shm/layout.hpp"
+
+#include <sched.h>
+#include <thread>
+
+namespace coexec::core {
+
+struct ThreadContext {
+    int32_t slot = shm::kNone;   // the thread's slot in the segment
+    int32_t cpu = shm::kNone;    // logical CPU held now
+    int32_t pinned = shm::kNone; // logical CPU the OS affinity is set to
+    nosv_task* current = nullptr;   // what nosv_self() returns
+    nosv_task* assigned = nullptr;  // unbound task handed over with a CPU
+    nosv_task* immediate = nullptr; // NOSV_SUBMIT_IMMEDIATE successor
+    const nosv_task_type* shown_type = nullptr; // whose label the slot shows
+    bool worker = false;
+    bool attached = false;
+    cpu_set_t original_mask{}; // restored by detach
+    std::thread thread;        // workers only
+};
+
+// The calling thread's context, or null for threads coexec does not know.
+ThreadContext*& this_thread_context();
+
+} // namespace coexec::core

@@ -1,0 +1,182 @@
+// Worker threads: created lazily, reused, and parked in the shared pool
+// when they have nothing to do.
+#include "runtime.hpp"
+
+#include "shm/futex.hpp"
+
+#include <cstring>
+#include <utility>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+namespace coexec::core {
+
+using namespace coexec::shm;
+using scheduler::WakeList;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr uint64_t kSleepSliceNs = 50'000'000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+} // namespace
+
+bool Runtime::spawn_worker() {
+    auto ctx = std::make_unique<ThreadContext>();
+    ctx->worker = true;
+    ThreadContext* raw = ctx.get();
+    std::lock_guard guard(workers_mutex_);
+    if (stopping_.load(rlx)) return false;
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        raw->slot = sched_->alloc_thread(proc_, 0, "worker", ThreadState::Blocked);
+        if (raw->slot != kNone) {
+            by_slot_[size_t(raw->slot)] = raw;
+            sched_->pool_push(raw->slot);
+        }
+    }
+    wakes.flush(*segment());
+    if (raw->slot == kNone) {
+        static std::once_flag once;
+        std::call_once(once, [] {
+            std::fprintf(stderr, "coexec: the shared segment has no free thread slot; "
+                                 "work waits for running threads\n");
+        });
+        return false;
+    }
+    unblocked_workers_.fetch_add(1, rlx);
+    raw->thread = std::thread([this, raw] { worker_main(*raw); });
+    workers_.push_back(std::move(ctx));
+    return true;
+}
+
+void Runtime::show_label(ThreadContext& self, const nosv_task_type* type) {
+    if (self.shown_type == type) return;
+    self.shown_type = type;
+    ThreadSlot& th = segment()->threads[self.slot];
+    // Display only: a reader may see a torn label for one refresh.
+    char buf[kLabelSize] = {};
+    std::strncpy(buf, type && !type->label.empty() ? type->label.c_str() : "task", kLabelSize - 1);
+    std::memcpy(th.label, buf, kLabelSize);
+}
+
+void Runtime::worker_main(ThreadContext& self) {
+    this_thread_context() = &self;
+    segment()->threads[self.slot].tid = int32_t(::gettid());
+    prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
+    while (wait_for_cpu(self) != kNone) {
+        nosv_task* task = std::exchange(self.assigned, nullptr);
+        for (;;) {
+            if (stopping_.load(std::memory_order_acquire)) break;
+            if (!task) {
+                Leave how = leave_cpu(self, true, &task);
+                if (how == Leave::Gone) return_to_pool(self);
+                if (how == Leave::Gone || how == Leave::Pooled) break;
+                if (how == Leave::Holding && !hold_idle(self)) break; // evicted: pooled
+                if (!task) continue;
+            }
+            run_task(self, task);
+            task = nullptr;
+        }
+        if (stopping_.load(std::memory_order_acquire)) break;
+    }
+    finish_worker(self);
+}
+
+bool Runtime::hold_idle(ThreadContext& self) {
+    Segment& s = *segment();
+    ThreadSlot& th = s.threads[self.slot];
+    const auto policy = GovernorPolicy(s.header.config.governor_policy);
+    uint64_t spins = policy == GovernorPolicy::Idle ? 0 : s.header.config.governor_spins;
+    uint32_t seq = th.word.load(std::memory_order_acquire);
+    for (;;) {
+        int32_t g = th.grant.exchange(kNone, std::memory_order_acquire);
+        if (g != kNone) {
+            bind_to(self, g);
+            return true;
+        }
+        if (th.state.load(std::memory_order_acquire) == ThreadState::Pool || stopping_.load(rlx)) {
+            self.cpu = kNone;
+            return false; // evicted to the pool, or stopping (worker exits)
+        }
+        uint32_t now = th.word.load(std::memory_order_acquire);
+        if (now != seq) {
+            seq = now;
+            continue;
+        }
+        if (policy == GovernorPolicy::Busy || spins > 0) {
+            if (spins > 0) --spins;
+            cpu_relax();
+            continue;
+        }
+        WakeList wakes;
+        bool still_ours;
+        {
+            auto lock = sched_->lock(wakes);
+            still_ours = s.cpus[self.cpu].owner_thread.load(rlx) == self.slot &&
+                         s.cpus[self.cpu].state.load(rlx) != CpuState::Running;
+            if (still_ours) sched_->set_holding(self.cpu, true);
+        }
+        wakes.flush(s);
+        if (still_ours) futex_wait(th.word, seq, kSleepSliceNs);
+    }
+}
+
+void Runtime::run_task(ThreadContext& self, nosv_task* task) {
+    task->thread = &self;
+    task->events.store(1, std::memory_order_relaxed);
+    task->state.store(TaskState::Running, std::memory_order_release);
+    self.current = task;
+    show_label(self, task->type);
+    if (task->type->run) task->type->run(task);
+    if (task->type->end) task->type->end(task);
+    self.current = nullptr;
+    task->thread = nullptr;
+    task->state.store(TaskState::Ended, std::memory_order_release);
+    release_events(task, 1);
+}
+
+void Runtime::release_events(nosv_task* task, uint64_t count) {
+    // acq_rel: the decrement that reaches zero sees every write the task
+    // and its event producers made before their own decrements.
+    if (task->events.fetch_sub(count, std::memory_order_acq_rel) != count) return;
+    nosv_task* waiter = std::exchange(task->blocking_waiter, nullptr);
+    auto completed = task->type->completed;
+    task->state.store(TaskState::Created, std::memory_order_release);
+    if (completed) completed(task); // may destroy or resubmit the task
+    if (waiter) submit(waiter, NOSV_SUBMIT_NONE);
+}
+
+void Runtime::return_to_pool(ThreadContext& self) {
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        if (!stopping_.load(rlx)) sched_->pool_push(self.slot);
+    }
+    wakes.flush(*segment());
+}
+
+void Runtime::finish_worker(ThreadContext& self) {
+    Segment& s = *segment();
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        if (self.cpu != kNone && s.cpus[self.cpu].owner_thread.load(rlx) == self.slot) {
+            sched_->set_free(self.cpu);
+            sched_->offer(self.cpu, wakes);
+        }
+        sched_->free_thread(self.slot);
+    }
+    wakes.flush(s);
+    unblocked_workers_.fetch_sub(1, rlx);
+    this_thread_context() = nullptr;
+}
+
+} // namespace coexec::core

@@ -1,0 +1,36 @@
+/* coexec: C extensions beyond the nOS-V API, for runtime adapters.
+ *
+ * These exist because adapters re-host threads that block in places coexec
+ * does not control (a pthread condition variable, a join, a read). */
+#ifndef COEXEC_EXT_H
+#define COEXEC_EXT_H
+
+#include <nosv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Gives the calling task's CPU away before the thread blocks outside coexec
+ * (in a condition variable, a join, a syscall). Until coexec_block_exit() the
+ * task holds no CPU and is not ready. Only from a task; calls do not nest. */
+int coexec_block_enter(void);
+
+/* Waits for a CPU again after coexec_block_enter() and binds the thread to
+ * it. Returns NOSV_ERR_INVALID_OPERATION without a matching enter. */
+int coexec_block_exit(void);
+
+/* Nonzero when some ready coexec work (of any process) could run on the
+ * caller's CPU right now. A relaxed read: cheap enough for spin loops, and a
+ * hint only. Returns 0 outside a task. */
+int coexec_cpu_wanted(void);
+
+/* Nonzero when this process is joined to a coexec instance (nosv_init()
+ * succeeded and the last nosv_shutdown() has not run yet). */
+int coexec_is_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COEXEC_EXT_H */

@@ -1,0 +1,195 @@
+/* coexec: the nOS-V-compatible C API.
+ *
+ * A program written against nOS-V 4.x's documented API (this subset) compiles
+ * against this header unchanged and links with -lnosv or -lcoexec. All
+ * processes of one user (by default) that call nosv_init() share one scheduler
+ * in shared memory, so at most one coexec thread runs on each CPU at a time. */
+#ifndef NOSV_H
+#define NOSV_H
+
+#define __NOSV__
+#define __COEXEC__
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nosv/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest metadata block that nosv_create() can embed in a task. */
+#define NOSV_MAX_METADATA_SIZE 4096
+
+#define __ZEROBITS ((uint64_t)0)
+#define __BIT(n) (((uint64_t)1) << (n))
+
+typedef uint64_t nosv_flags_t;
+
+struct nosv_task_type;
+typedef struct nosv_task_type *nosv_task_type_t;
+struct nosv_task;
+typedef struct nosv_task *nosv_task_t;
+typedef struct nosv_affinity nosv_affinity_t;
+
+typedef void (*nosv_task_run_callback_t)(nosv_task_t);
+typedef void (*nosv_task_end_callback_t)(nosv_task_t);
+typedef void (*nosv_task_completed_callback_t)(nosv_task_t);
+typedef uint64_t (*nosv_cost_function_t)(nosv_task_t);
+
+/* ---- Initialisation ---------------------------------------------------- */
+
+/* Joins the shared instance, creating the segment if needed. Calls nest: each
+ * successful nosv_init() needs one nosv_shutdown(). Returns NOSV_ERR_UNKNOWN
+ * when the segment exists but is foreign or corrupt, and
+ * NOSV_ERR_OUT_OF_MEMORY when the segment has no free process slot. */
+int nosv_init(void);
+
+/* Leaves the instance once the nesting count drops to zero: every worker
+ * thread is joined and every CPU is handed back. Tasks still ready are
+ * dropped; the caller must have waited for its work. */
+int nosv_shutdown(void);
+
+/* The task bound to the calling thread, or NULL outside a task. */
+nosv_task_t nosv_self(void);
+
+/* ---- Task types -------------------------------------------------------- */
+
+#define NOSV_TYPE_INIT_NONE __ZEROBITS
+/* A type for attached threads: it must have no callbacks. */
+#define NOSV_TYPE_INIT_EXTERNAL __BIT(0)
+
+/* Creates a task type. `run` is required unless NOSV_TYPE_INIT_EXTERNAL is
+ * given; `end` runs after `run` returns; `completed` runs once `run` has
+ * ended and the task's event counter is zero. `label` is copied (NULL is
+ * allowed). `metadata` is an opaque pointer returned by
+ * nosv_get_task_type_metadata(). `cost` is accepted and ignored. */
+int nosv_type_init(nosv_task_type_t *type, nosv_task_run_callback_t run_callback,
+                   nosv_task_end_callback_t end_callback,
+                   nosv_task_completed_callback_t completed_callback, const char *label,
+                   void *metadata, nosv_cost_function_t cost_function, nosv_flags_t flags);
+
+#define NOSV_TYPE_DESTROY_NONE __ZEROBITS
+
+/* Destroys a type. Tasks of that type must have been destroyed first. */
+int nosv_type_destroy(nosv_task_type_t type, nosv_flags_t flags);
+
+/* ---- Tasks ------------------------------------------------------------- */
+
+#define NOSV_CREATE_NONE __ZEROBITS
+
+/* Creates a task of `type` with `metadata_size` bytes (at most
+ * NOSV_MAX_METADATA_SIZE) of zeroed metadata. The task is not ready until
+ * nosv_submit(). */
+int nosv_create(nosv_task_t *task, nosv_task_type_t type, size_t metadata_size,
+                nosv_flags_t flags);
+
+#define NOSV_DESTROY_NONE __ZEROBITS
+
+/* Frees a task that is not ready, running or paused. Safe to call from the
+ * task's own completed callback. */
+int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
+
+#define NOSV_SUBMIT_NONE __ZEROBITS
+/* Hint: the task was just unblocked; it goes ahead of others of its priority. */
+#define NOSV_SUBMIT_UNLOCKED __BIT(0)
+/* The calling task waits (without a CPU) until the submitted task completes. */
+#define NOSV_SUBMIT_BLOCKING __BIT(1)
+/* Run the task next on the caller's CPU, when the caller next leaves it. */
+#define NOSV_SUBMIT_IMMEDIATE __BIT(2)
+/* Run the task now, on the calling thread, before returning. */
+#define NOSV_SUBMIT_INLINE __BIT(3)
+/* End a nosv_waitfor() of the task early. */
+#define NOSV_SUBMIT_DEADLINE_WAKE __BIT(4)
+
+/* Makes `task` ready, or resumes it when it is paused. A submit that reaches
+ * a running task before it pauses makes that pause return at once. Submitting
+ * a task that is already ready returns NOSV_ERR_INVALID_OPERATION. */
+int nosv_submit(nosv_task_t task, nosv_flags_t flags);
+
+#define NOSV_PAUSE_NONE __ZEROBITS
+
+/* Blocks the calling task until it is submitted again; its CPU goes to other
+ * work meanwhile. Only from a task. */
+int nosv_pause(nosv_flags_t flags);
+
+/* Sleeps for `target_ns` without holding a CPU, then waits for a CPU again.
+ * `actual_ns` (may be NULL) receives the time the task was away. A submit with
+ * NOSV_SUBMIT_DEADLINE_WAKE ends the sleep early. Only from a task. */
+int nosv_waitfor(uint64_t target_ns, uint64_t *actual_ns);
+
+#define NOSV_YIELD_NONE __ZEROBITS
+#define NOSV_YIELD_NOFLUSH __BIT(0)
+
+/* Lets every other task that is ready for this CPU run first, then continues.
+ * Returns at once when no other task is waiting. Only from a task. */
+int nosv_yield(nosv_flags_t flags);
+
+#define NOSV_SCHEDPOINT_NONE __ZEROBITS
+
+/* A point where the scheduler may switch: when this process's quantum on the
+ * CPU is spent and another process waits for it, or a higher-priority task
+ * waits. Cheap when nothing is waiting. Only from a task. */
+int nosv_schedpoint(nosv_flags_t flags);
+
+/* ---- Events ------------------------------------------------------------ */
+
+/* Adds `increment` pending events to the calling task: its completed callback
+ * is delayed until they are all decreased. Only from a task. */
+int nosv_increase_event_counter(uint64_t increment);
+
+/* Removes `decrement` events from `task`; the one that reaches zero after the
+ * task's run ended completes the task. Callable from any thread. */
+int nosv_decrease_event_counter(nosv_task_t task, uint64_t decrement);
+
+/* Nonzero when the calling task has pending events (a hint: other threads may
+ * decrease them at any time). Only from a task. */
+int nosv_has_events(void);
+
+/* Nonzero when the event API was ever used on `task`. */
+int nosv_task_had_events(nosv_task_t task);
+
+/* ---- Attaching foreign threads ---------------------------------------- */
+
+#define NOSV_ATTACH_NONE __ZEROBITS
+#define NOSV_ATTACH_INSTRUMENT __BIT(0)
+
+/* Turns the calling thread into a task (stored in *task). Blocks until the
+ * scheduler grants a CPU, then binds the thread to it. `affinity` may be NULL.
+ * `label` names the thread in `coexec top` (copied; NULL means "attached"). */
+int nosv_attach(nosv_task_t *task, nosv_affinity_t *affinity, const char *label,
+                nosv_flags_t flags);
+
+#define NOSV_DETACH_NONE __ZEROBITS
+/* Keep the CPU binding instead of restoring the thread's original affinity. */
+#define NOSV_DETACH_NO_RESTORE_AFFINITY __BIT(0)
+#define NOSV_DETACH_INSTRUMENT __BIT(1)
+
+/* Gives the CPU back and ends the attached task of the calling thread. */
+int nosv_detach(nosv_flags_t flags);
+
+/* ---- Getters and setters ---------------------------------------------- */
+
+/* Pointer to the task's metadata, or NULL if none was requested. */
+void *nosv_get_task_metadata(nosv_task_t task);
+nosv_task_type_t nosv_get_task_type(nosv_task_t task);
+/* Higher priorities run first. Set it before submitting. */
+int nosv_get_task_priority(nosv_task_t task);
+void nosv_set_task_priority(nosv_task_t task, int priority);
+
+nosv_task_run_callback_t nosv_get_task_type_run_callback(nosv_task_type_t type);
+nosv_task_end_callback_t nosv_get_task_type_end_callback(nosv_task_type_t type);
+nosv_task_completed_callback_t nosv_get_task_type_completed_callback(nosv_task_type_t type);
+const char *nosv_get_task_type_label(nosv_task_type_t type);
+void *nosv_get_task_type_metadata(nosv_task_type_t type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "nosv/affinity.h"
+#include "nosv/hwinfo.h"
+
+#endif /* NOSV_H */

@@ -1,0 +1,387 @@
+#include "shared_scheduler.hpp"
+
+#include "shm/clock.hpp"
+#include "shm/liveness.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace coexec::scheduler {
+
+using namespace coexec::shm;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+} // namespace
+
+bool Placement::allows(const CpuSlot& cpu, int32_t cpu_index) const {
+    if (!strict) return true;
+    switch (kind) {
+    case Kind::Any: return true;
+    case Kind::Cpu: return cpu_index == index;
+    case Kind::Numa: return cpu.numa == index;
+    }
+    return true;
+}
+
+RobustLock SharedScheduler::lock(WakeList& wakes) {
+    return RobustLock(s_.header.lock, [&] { repair(wakes); });
+}
+
+// ---- processes -------------------------------------------------------
+
+int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const std::string& name) {
+    Header& h = s_.header;
+    for (int32_t p = 0; p < kMaxProcs; ++p) {
+        ProcSlot& slot = s_.procs[p];
+        if (slot.state.load(rlx) != ProcState::Unused) continue;
+        slot.pid = pid;
+        slot.start_time = start_time;
+        std::memset(slot.name, 0, sizeof slot.name);
+        std::strncpy(slot.name, name.c_str(), sizeof slot.name - 1);
+        slot.pool_head = kNone;
+        slot.pool_size.store(0, rlx);
+        slot.threads.store(0, rlx);
+        slot.ready_total.store(0, rlx);
+        slot.ready_any.store(0, rlx);
+        for (auto& c : slot.ready_cpu) c.store(0, rlx);
+        for (auto& n : slot.ready_numa) n.store(0, rlx);
+        slot.cpu_time_ns.store(0, rlx);
+        slot.handoffs.store(0, rlx);
+        // Release: other processes that see Alive see the cleared counters.
+        slot.state.store(ProcState::Alive, std::memory_order_release);
+        h.alive[h.alive_count++] = p;
+        return p;
+    }
+    return kNone;
+}
+
+void SharedScheduler::unregister_process(int32_t proc, WakeList& wakes) {
+    Header& h = s_.header;
+    release_cpus_of(proc);
+    free_threads_of(proc);
+    ProcSlot& slot = s_.procs[proc];
+    slot.ready_total.store(0, rlx);
+    slot.ready_any.store(0, rlx);
+    slot.state.store(ProcState::Unused, std::memory_order_release);
+    auto* end = h.alive + h.alive_count;
+    auto* it = std::find(h.alive, end, proc);
+    if (it != end) {
+        std::move(it + 1, end, it);
+        --h.alive_count;
+    }
+    distribute_free(wakes);
+}
+
+bool SharedScheduler::reap_dead(WakeList& wakes) {
+    Header& h = s_.header;
+    h.last_reap_ns.store(now_ns(), rlx);
+    bool any = false;
+    for (int i = h.alive_count - 1; i >= 0; --i) {
+        int32_t p = h.alive[i];
+        if (process_alive(s_.procs[p].pid, s_.procs[p].start_time)) continue;
+        unregister_process(p, wakes);
+        any = true;
+    }
+    return any;
+}
+
+void SharedScheduler::release_cpus_of(int32_t proc) {
+    uint64_t now = now_ns();
+    for (int c = 0; c < cpu_count(); ++c) {
+        CpuSlot& cpu = s_.cpus[c];
+        if (cpu.stint_proc == proc) close_stint(cpu, now);
+        if (cpu.turn_proc.load(rlx) == proc) cpu.turn_proc.store(kNone, rlx);
+        if (cpu.owner_proc.load(rlx) == proc) set_free(c);
+    }
+}
+
+void SharedScheduler::free_threads_of(int32_t proc) {
+    for (int32_t t = 0; t < kMaxThreads; ++t)
+        if (s_.threads[t].proc == proc && s_.threads[t].state.load(rlx) != ThreadState::Unused)
+            free_thread(t);
+    s_.procs[proc].pool_head = kNone;
+    s_.procs[proc].pool_size.store(0, rlx);
+}
+
+// Rebuilds everything a dead lock holder may have left half-updated: dead
+// processes go first, then the lists and counts are derived again from the
+// slots' states, which are each written in one store.
+void SharedScheduler::repair(WakeList& wakes) {
+    Header& h = s_.header;
+    h.recoveries.fetch_add(1, rlx);
+    h.alive_count = 0;
+    for (int32_t p = 0; p < kMaxProcs; ++p)
+        if (s_.procs[p].state.load(rlx) == ProcState::Alive) h.alive[h.alive_count++] = p;
+    h.thread_free_head = kNone;
+    for (auto& p : s_.procs) {
+        p.pool_head = kNone;
+        p.pool_size.store(0, rlx);
+    }
+    for (int32_t t = kMaxThreads - 1; t >= 0; --t) {
+        ThreadSlot& th = s_.threads[t];
+        ThreadState st = th.state.load(rlx);
+        if (st == ThreadState::Unused) {
+            th.next = h.thread_free_head;
+            h.thread_free_head = t;
+        } else if (st == ThreadState::Pool) {
+            pool_push(t);
+        }
+    }
+    int unheld = 0;
+    for (int c = 0; c < cpu_count(); ++c)
+        if (s_.cpus[c].state.load(rlx) != CpuState::Running) ++unheld;
+    h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
+    reap_dead(wakes);
+}
+
+// ---- threads ---------------------------------------------------------
+
+int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label, ThreadState state) {
+    Header& h = s_.header;
+    int32_t t = h.thread_free_head;
+    if (t == kNone) return kNone;
+    ThreadSlot& th = s_.threads[t];
+    h.thread_free_head = th.next;
+    th.next = kNone;
+    th.proc = proc;
+    th.tid = tid;
+    th.grant.store(kNone, rlx);
+    std::memset(th.label, 0, sizeof th.label);
+    if (label) std::strncpy(th.label, label, sizeof th.label - 1);
+    th.state.store(state, std::memory_order_release);
+    s_.procs[proc].threads.fetch_add(1, rlx);
+    return t;
+}
+
+void SharedScheduler::free_thread(int32_t t) {
+    ThreadSlot& th = s_.threads[t];
+    if (th.state.load(rlx) == ThreadState::Unused) return;
+    if (th.proc >= 0) s_.procs[th.proc].threads.fetch_sub(1, rlx);
+    th.state.store(ThreadState::Unused, rlx);
+    th.grant.store(kNone, rlx);
+    th.proc = kNone;
+    th.tid = 0;
+    th.next = s_.header.thread_free_head;
+    s_.header.thread_free_head = t;
+}
+
+void SharedScheduler::pool_push(int32_t t) {
+    ThreadSlot& th = s_.threads[t];
+    ProcSlot& p = s_.procs[th.proc];
+    th.state.store(ThreadState::Pool, rlx);
+    th.next = p.pool_head;
+    p.pool_head = t;
+    p.pool_size.fetch_add(1, rlx);
+}
+
+int32_t SharedScheduler::pool_pop(int32_t proc) {
+    ProcSlot& p = s_.procs[proc];
+    int32_t t = p.pool_head;
+    if (t == kNone) return kNone;
+    p.pool_head = s_.threads[t].next;
+    s_.threads[t].next = kNone;
+    p.pool_size.fetch_sub(1, rlx);
+    return t;
+}
+
+// ---- CPUs ------------------------------------------------------------
+
+bool SharedScheduler::has_work(int32_t proc, int32_t cpu) const {
+    const ProcSlot& p = s_.procs[proc];
+    if (p.ready_total.load(rlx) <= 0) return false;
+    return p.ready_any.load(rlx) > 0 || p.ready_cpu[cpu].load(rlx) > 0 ||
+           p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0;
+}
+
+bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
+    // The alive list may change under us; a stale read only delays a
+    // switch to the next scheduling point, which decide() then settles.
+    const Header& h = s_.header;
+    int n = std::min<int>(h.alive_count, kMaxProcs);
+    for (int i = 0; i < n; ++i) {
+        int32_t p = h.alive[i];
+        if (p != self && p >= 0 && p < kMaxProcs && has_work(p, cpu)) return true;
+    }
+    return false;
+}
+
+bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t now) const {
+    return cpu.turn_proc.load(rlx) != self || now - cpu.turn_start_ns.load(rlx) >= quantum_ns();
+}
+
+SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, WakeList& wakes) {
+    Header& h = s_.header;
+    CpuSlot& cpu = s_.cpus[c];
+    uint64_t now = now_ns();
+    if (!turn_expired(cpu, self, now) && has_work(self, c)) return Next::Own;
+    // Round-robin: start after the process whose turn it was.
+    int n = h.alive_count;
+    int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
+    for (int k = 1; k <= n; ++k) {
+        int32_t p = h.alive[(start + k) % n];
+        if (!has_work(p, c)) continue;
+        if (p == self) {
+            cpu.turn_proc.store(self, rlx);
+            cpu.turn_start_ns.store(now, rlx);
+            return Next::Own;
+        }
+        if (grant_to_pool(c, p, wakes) == kNone) continue;
+        return Next::Other;
+    }
+    return Next::None;
+}
+
+int32_t SharedScheduler::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {
+    int32_t t = pool_pop(proc);
+    if (t == kNone) return kNone;
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.turn_proc.load(rlx) != proc) {
+        cpu.turn_proc.store(proc, rlx);
+        cpu.turn_start_ns.store(now_ns(), rlx);
+    }
+    grant(c, t, wakes);
+    return t;
+}
+
+void SharedScheduler::close_stint(CpuSlot& cpu, uint64_t now) {
+    if (cpu.stint_proc == kNone) return;
+    s_.procs[cpu.stint_proc].cpu_time_ns.fetch_add(now - cpu.stint_start_ns, rlx);
+    cpu.stint_proc = kNone;
+}
+
+void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
+    CpuSlot& cpu = s_.cpus[c];
+    ThreadSlot& th = s_.threads[t];
+    uint64_t now = now_ns();
+    if (cpu.stint_proc != th.proc) {
+        close_stint(cpu, now);
+        cpu.stint_proc = th.proc;
+        cpu.stint_start_ns = now;
+    }
+    if (cpu.state.load(rlx) != CpuState::Running) s_.header.unheld_cpus.fetch_sub(1, std::memory_order_seq_cst);
+    cpu.owner_proc.store(th.proc, rlx);
+    cpu.owner_thread.store(t, rlx);
+    cpu.since_ns.store(now, rlx);
+    cpu.state.store(CpuState::Running, std::memory_order_release);
+    s_.procs[th.proc].handoffs.fetch_add(1, rlx);
+    th.state.store(ThreadState::Running, rlx);
+    // Release pairs with the waiter's acquire of `grant` after it sees the
+    // word change: the CPU slot writes above are visible to the new holder.
+    th.grant.store(c, std::memory_order_release);
+    th.word.fetch_add(1, std::memory_order_release);
+    wakes.add(t);
+}
+
+void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
+    CpuSlot& cpu = s_.cpus[c];
+    ThreadSlot& th = s_.threads[t];
+    cpu.owner_thread.store(t, rlx);
+    cpu.since_ns.store(now_ns(), rlx);
+    s_.procs[th.proc].handoffs.fetch_add(1, rlx);
+    th.state.store(ThreadState::Running, rlx);
+    th.grant.store(c, std::memory_order_release);
+    th.word.fetch_add(1, std::memory_order_release);
+    futex_wake(th.word);
+}
+
+void SharedScheduler::set_holding(int32_t c, bool sleeping) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) == CpuState::Running) {
+        close_stint(cpu, now_ns());
+        // seq_cst: pairs with the submitter's seq_cst increment of its ready
+        // counters (Dekker): either it sees this CPU unheld, or the holder's
+        // re-check after this call sees its work.
+        s_.header.unheld_cpus.fetch_add(1, std::memory_order_seq_cst);
+    }
+    int32_t t = cpu.owner_thread.load(rlx);
+    if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
+    cpu.state.store(sleeping ? CpuState::Sleeping : CpuState::Idle, std::memory_order_release);
+}
+
+void SharedScheduler::set_free(int32_t c) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) == CpuState::Running) {
+        close_stint(cpu, now_ns());
+        s_.header.unheld_cpus.fetch_add(1, std::memory_order_seq_cst);
+    }
+    cpu.owner_proc.store(kNone, rlx);
+    cpu.owner_thread.store(kNone, rlx);
+    cpu.since_ns.store(now_ns(), rlx);
+    cpu.state.store(CpuState::Free, std::memory_order_release);
+}
+
+void SharedScheduler::evict_holder(CpuSlot& cpu) {
+    int32_t t = cpu.owner_thread.load(rlx);
+    if (t == kNone) return;
+    // The holder spins on its word or sleeps on it. As a pool thread it just
+    // waits for a grant, so a sleeping holder need not be woken; a spinning
+    // one sees the word change and goes to sleep.
+    pool_push(t);
+    s_.threads[t].word.fetch_add(1, std::memory_order_release);
+    cpu.owner_thread.store(kNone, rlx);
+    cpu.owner_proc.store(kNone, rlx);
+}
+
+int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
+    int32_t own_holder = kNone, free_cpu = kNone, foreign_holder = kNone;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        CpuSlot& cpu = s_.cpus[c];
+        CpuState st = cpu.state.load(rlx);
+        if (st == CpuState::Running || !where.allows(cpu, c)) continue;
+        bool preferred = !where.strict && where.kind == Placement::Kind::Cpu && where.index == c;
+        if (st == CpuState::Free) {
+            if (free_cpu == kNone || preferred) free_cpu = c;
+        } else if (cpu.owner_proc.load(rlx) == proc) {
+            if (own_holder == kNone || preferred) own_holder = c;
+        } else if (foreign_holder == kNone || preferred) {
+            foreign_holder = c;
+        }
+    }
+    if (own_holder != kNone) {
+        // Our own idle worker takes the work: one wake, no new thread.
+        grant(own_holder, s_.cpus[own_holder].owner_thread.load(rlx), wakes);
+        return own_holder;
+    }
+    int32_t c = free_cpu != kNone ? free_cpu : foreign_holder;
+    if (c == kNone || s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
+    evict_holder(s_.cpus[c]);
+    grant_to_pool(c, proc, wakes);
+    return c;
+}
+
+int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
+    const Header& h = s_.header;
+    CpuSlot& cpu = s_.cpus[c];
+    int n = h.alive_count;
+    int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
+    for (int k = 1; k <= n; ++k) {
+        int32_t p = h.alive[(start + k) % n];
+        if (!has_work(p, c)) continue;
+        int32_t holder = cpu.owner_thread.load(rlx);
+        if (holder != kNone && cpu.owner_proc.load(rlx) == p) {
+            grant(c, holder, wakes);
+            return holder;
+        }
+        if (s_.procs[p].pool_size.load(rlx) == 0) continue;
+        evict_holder(cpu);
+        return grant_to_pool(c, p, wakes);
+    }
+    return kNone;
+}
+
+void SharedScheduler::distribute_free(WakeList& wakes) {
+    for (int32_t c = 0; c < cpu_count(); ++c)
+        if (s_.cpus[c].state.load(rlx) == CpuState::Free) offer(c, wakes);
+}
+
+uint64_t SharedScheduler::cpu_time_ns(int32_t proc, uint64_t now) const {
+    uint64_t total = s_.procs[proc].cpu_time_ns.load(rlx);
+    for (int c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        if (cpu.stint_proc == proc && now > cpu.stint_start_ns) total += now - cpu.stint_start_ns;
+    }
+    return total;
+}
+
+} // namespace coexec::scheduler

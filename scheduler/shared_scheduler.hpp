@@ -1,0 +1,106 @@
+// The system-wide policy, operating on the shared segment.
+//
+// Methods marked "locked" must run while the caller holds the segment lock
+// (see lock()); the others are lock-free reads meant as hints.
+#pragma once
+
+#include "scheduler/wake_list.hpp"
+#include "shm/layout.hpp"
+#include "shm/robust_mutex.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+
+namespace coexec::scheduler {
+
+// Where a task may run: any CPU, one CPU, or one NUMA node (logical indices).
+struct Placement {
+    enum class Kind : uint8_t { Any, Cpu, Numa } kind = Kind::Any;
+    int32_t index = -1;
+    bool strict = false;
+    bool allows(const shm::CpuSlot& cpu, int32_t cpu_index) const;
+};
+
+class SharedScheduler {
+  public:
+    explicit SharedScheduler(shm::Segment& segment) : s_(segment) {}
+
+    shm::Segment& segment() const { return s_; }
+    int cpu_count() const { return s_.header.cpu_count; }
+    uint64_t quantum_ns() const { return s_.header.config.quantum_ns; }
+
+    // Takes the segment lock; repairs the segment first when the previous
+    // holder died. Wakes queued in `wakes` are the caller's to flush after.
+    shm::RobustLock lock(WakeList& wakes);
+
+    // ---- processes (locked) ------------------------------------------
+    // A free process slot for `pid`, or kNone when all are taken.
+    int32_t register_process(pid_t pid, uint64_t start_time, const std::string& name);
+    // Frees the slot, its threads and its CPUs (which go to others' work).
+    void unregister_process(int32_t proc, WakeList& wakes);
+    // Frees every process that died; true if any did.
+    bool reap_dead(WakeList& wakes);
+    // True when no registered process is alive (after reap_dead()).
+    bool empty() const { return s_.header.alive_count == 0; }
+
+    // ---- threads (locked) --------------------------------------------
+    int32_t alloc_thread(int32_t proc, pid_t tid, const char* label, shm::ThreadState state);
+    void free_thread(int32_t thread);
+    void pool_push(int32_t thread);
+
+    // ---- CPUs --------------------------------------------------------
+    // Lock-free: does `proc` have ready work that may run on `cpu`?
+    bool has_work(int32_t proc, int32_t cpu) const;
+    // Lock-free: does any process other than `self` have work for `cpu`?
+    bool foreign_work(int32_t self, int32_t cpu) const;
+
+    // Outcome of a scheduling decision for a CPU its holder is leaving.
+    enum class Next { Own, Other, None };
+    // Locked. Round-robin by quantum: the holder's process keeps the CPU
+    // while its quantum lasts and it has work; otherwise the next process
+    // (in slot order) with work and a pool thread gets it (Other, granted
+    // and queued in `wakes`). `self_has_work` is the caller's own view.
+    Next decide(int32_t cpu, int32_t self, WakeList& wakes);
+
+    // Locked. Hands `cpu` to `thread`, whatever it held before.
+    void grant(int32_t cpu, int32_t thread, WakeList& wakes);
+    // Lock-free, only by the holder of a Running CPU: hands it to another
+    // thread of the same process.
+    void handoff_within_process(int32_t cpu, int32_t thread);
+    // Locked. The holder keeps `cpu` but has no work (spins, then sleeps).
+    void set_holding(int32_t cpu, bool sleeping);
+    // Locked. Nobody holds `cpu` any more.
+    void set_free(int32_t cpu);
+
+    // Locked. Finds an unheld CPU allowed by `where` for process `proc` and
+    // gives it to `proc`: to its own idle holder (woken), or to one of its
+    // pool threads (evicting another process's idle holder). Returns the CPU,
+    // or kNone if none is unheld or `proc` has no pool thread for it.
+    int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes);
+    // Locked. `cpu` is unheld (Free, or held idle): gives it, round-robin,
+    // to a process with work for it: to that process's idle holder of it,
+    // or to one of its pool threads (evicting any other holder). Returns the
+    // thread granted, or kNone.
+    int32_t offer(int32_t cpu, WakeList& wakes);
+    // Locked. Offers every Free CPU.
+    void distribute_free(WakeList& wakes);
+
+    // Lock-free: CPU time `proc` received, including open stints.
+    uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
+
+  private:
+    void repair(WakeList& wakes);
+    void close_stint(shm::CpuSlot& cpu, uint64_t now);
+    void evict_holder(shm::CpuSlot& cpu);
+    int32_t pool_pop(int32_t proc);
+    int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
+    void release_cpus_of(int32_t proc);
+    void free_threads_of(int32_t proc);
+    bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
+
+    shm::Segment& s_;
+};
+
+} // namespace coexec::scheduler

@@ -1,0 +1,140 @@
+// The shared segment's layout: plain data at fixed offsets, no raw pointers.
+//
+// Every cross-reference inside the segment is an index (CPU, process or thread
+// slot), so the segment works at any address in any process. Fields that other
+// processes read without the segment lock are std::atomic; the rest are
+// guarded by Header::lock.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <pthread.h>
+
+namespace coexec::shm {
+
+inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
+inline constexpr uint32_t kAbiVersion = 1;
+
+inline constexpr int kMaxCpus = 256;
+inline constexpr int kMaxNuma = 64;
+inline constexpr int kMaxProcs = 512;
+inline constexpr int kMaxThreads = 8192;
+inline constexpr int kLabelSize = 32;
+inline constexpr int kNameSize = 16;
+inline constexpr int32_t kNone = -1;
+
+enum class CpuState : uint32_t {
+    Free = 0,     // nobody holds it; any submit may claim it
+    Running = 1,  // a thread holds it and runs a task
+    Idle = 2,     // a worker holds it and spins waiting for work
+    Sleeping = 3, // a worker holds it and sleeps on its futex word
+};
+
+enum class ThreadState : uint32_t {
+    Unused = 0,
+    Pool = 1,     // worker without CPU or task, waiting for a grant
+    Waiting = 2,  // has ready work (attached or resumed), waiting for a CPU
+    Running = 3,  // holds a CPU
+    Holding = 4,  // holds a CPU idle (spinning or sleeping)
+    Blocked = 5,  // paused, in waitfor, or blocked outside coexec: no CPU
+};
+
+enum class ProcState : uint32_t { Unused = 0, Alive = 1 };
+
+// One managed CPU. Running slots are written only by their holder thread;
+// Free/Idle/Sleeping slots only under the segment lock.
+struct alignas(64) CpuSlot {
+    int32_t system_id;  // kernel CPU number
+    int32_t numa;       // logical NUMA index (0..numa_count-1)
+    int32_t system_numa;
+    int32_t core;       // system id of the core (hwloc)
+    std::atomic<CpuState> state;
+    std::atomic<int32_t> owner_proc;   // process slot, or kNone
+    std::atomic<int32_t> owner_thread; // thread slot, or kNone
+    std::atomic<uint64_t> since_ns;    // when owner_thread took it
+    // Round-robin between processes: written under the lock, read by
+    // schedpoints without it (a stale value only delays a switch).
+    std::atomic<int32_t> turn_proc;
+    std::atomic<uint64_t> turn_start_ns;
+    // CPU-time accounting: the process whose stint is open, and its start.
+    int32_t stint_proc;
+    uint64_t stint_start_ns;
+};
+
+// One coexec thread of some process. `word` is the futex the thread sleeps
+// on; `grant` tells it which CPU it has been given.
+struct alignas(64) ThreadSlot {
+    std::atomic<uint32_t> word;
+    std::atomic<int32_t> grant; // CPU index handed to the thread, or kNone
+    std::atomic<ThreadState> state;
+    int32_t proc;
+    int32_t tid;
+    int32_t next; // pool stack / free list link (under the lock)
+    std::atomic<uint64_t> label_gen; // seqlock-ish guard for `label`
+    char label[kLabelSize];
+};
+
+// One process that joined the instance. Ready counters are maintained by the
+// owning process with atomics and read by others as hints for scheduling.
+struct alignas(64) ProcSlot {
+    std::atomic<ProcState> state;
+    int32_t pid;
+    uint64_t start_time; // from /proc/<pid>/stat, to survive pid reuse
+    char name[kNameSize];
+    int32_t pool_head; // stack of Pool threads (under the lock)
+    std::atomic<int32_t> pool_size;
+    std::atomic<int32_t> threads; // thread slots in use
+    std::atomic<uint32_t> monitor_word;
+    alignas(64) std::atomic<int64_t> ready_total; // every ready item
+    std::atomic<int64_t> ready_any;               // runnable on any CPU
+    std::atomic<int64_t> ready_cpu[kMaxCpus];     // strictly bound to a CPU
+    std::atomic<int64_t> ready_numa[kMaxNuma];    // strictly bound to a NUMA node
+    alignas(64) std::atomic<uint64_t> cpu_time_ns; // closed stints
+    std::atomic<uint64_t> handoffs;                // CPU grants received
+};
+
+enum class Isolation : uint32_t { Process = 0, User = 1, Group = 2, Public = 3 };
+
+// Settings fixed when the segment is created; every process uses these.
+struct SegmentConfig {
+    uint64_t quantum_ns;
+    uint32_t governor_policy; // 0 hybrid, 1 idle, 2 busy
+    uint32_t governor_spins;
+    Isolation isolation;
+};
+
+struct alignas(64) Header {
+    std::atomic<uint64_t> magic; // written last on creation
+    uint32_t abi_version;
+    uint32_t header_size;
+    uint64_t total_size;
+    int32_t max_cpus, max_procs, max_threads, max_numa;
+    int32_t cpu_count;
+    int32_t numa_count;
+    SegmentConfig config;
+    pthread_mutex_t lock; // process-shared, robust
+    uint64_t created_ns;
+    // Under the lock.
+    int32_t thread_free_head;
+    int32_t alive_count;
+    int32_t alive[kMaxProcs]; // dense list of Alive process slots
+    // Lock-free hints.
+    alignas(64) std::atomic<int32_t> unheld_cpus; // Free + Idle + Sleeping CPUs
+    std::atomic<uint64_t> last_reap_ns;
+    std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
+};
+
+// The whole segment. Sized at compile time: about 2 MiB.
+struct Segment {
+    Header header;
+    CpuSlot cpus[kMaxCpus];
+    ProcSlot procs[kMaxProcs];
+    ThreadSlot threads[kMaxThreads];
+};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<int64_t>::is_always_lock_free);
+
+} // namespace coexec::shm

@@ -1,0 +1,16 @@
+// Process identity that survives pid reuse: pid plus kernel start time.
+#pragma once
+
+#include <cstdint>
+#include <sys/types.h>
+
+namespace coexec::shm {
+
+// Start time of `pid` in clock ticks since boot (field 22 of
+// /proc/<pid>/stat), or 0 when the process does not exist.
+uint64_t process_start_time(pid_t pid);
+
+// True when `pid` exists and started at `start_time`.
+bool process_alive(pid_t pid, uint64_t start_time);
+
+} // namespace coexec::shm

@@ -1,0 +1,246 @@
+#include "segment.hpp"
+
+#include "robust_mutex.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <new>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace coexec::shm {
+namespace {
+
+constexpr size_t kSize = sizeof(Segment);
+
+mode_t mode_for(Isolation isolation) {
+    switch (isolation) {
+    case Isolation::Group: return 0660;
+    case Isolation::Public: return 0666;
+    default: return 0600;
+    }
+}
+
+SegmentError fail(SegmentError::Kind kind, std::string message) {
+    return SegmentError{kind, std::move(message)};
+}
+
+std::string errno_text(const char* what, const std::string& name) {
+    return std::string(what) + " " + name + ": " + std::strerror(errno);
+}
+
+// Sets up a zeroed segment: fixed header fields, lock, free lists.
+void format(Segment& s, const SegmentOptions& options) {
+    Header& h = s.header;
+    h.abi_version = kAbiVersion;
+    h.header_size = sizeof(Header);
+    h.total_size = kSize;
+    h.max_cpus = kMaxCpus;
+    h.max_procs = kMaxProcs;
+    h.max_threads = kMaxThreads;
+    h.max_numa = kMaxNuma;
+    h.config.isolation = options.isolation;
+    robust_mutex_init(h.lock);
+    h.thread_free_head = 0;
+    for (int i = 0; i < kMaxThreads; ++i) {
+        s.threads[i].next = i + 1 < kMaxThreads ? i + 1 : kNone;
+        s.threads[i].grant.store(kNone, std::memory_order_relaxed);
+    }
+    for (auto& cpu : s.cpus) {
+        cpu.owner_proc.store(kNone, std::memory_order_relaxed);
+        cpu.owner_thread.store(kNone, std::memory_order_relaxed);
+        cpu.turn_proc.store(kNone, std::memory_order_relaxed);
+        cpu.stint_proc = kNone;
+    }
+    for (auto& p : s.procs) p.pool_head = kNone;
+    if (options.initialize) options.initialize(s);
+    // Publish last: a reader that sees the magic sees a formatted segment.
+    h.magic.store(kMagic, std::memory_order_release);
+}
+
+// Checks a mapped segment's identity without touching anything else in it.
+SegmentError validate(const Segment& s, size_t size, const std::string& name) {
+    if (size < sizeof(Header) || s.header.magic.load(std::memory_order_acquire) != kMagic)
+        return fail(SegmentError::Kind::Foreign,
+                    "shared segment " + name + " is not a coexec segment (bad magic); remove it with `coexec reset --force`");
+    if (s.header.abi_version != kAbiVersion || s.header.total_size != kSize || size != kSize)
+        return fail(SegmentError::Kind::VersionMismatch,
+                    "shared segment " + name + " has ABI version " + std::to_string(s.header.abi_version) +
+                        ", this coexec uses " + std::to_string(kAbiVersion) +
+                        "; stop the processes using it, or remove it with `coexec reset --force`");
+    return {};
+}
+
+Segment* map_fd(int fd, size_t size) {
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<Segment*>(p);
+}
+
+// Refuses a segment that another user could have planted or can tamper with.
+SegmentError check_owner(int fd, const SegmentOptions& options, const std::string& name) {
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) return fail(SegmentError::Kind::System, errno_text("cannot stat", name));
+    if (options.isolation == Isolation::User &&
+        (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0))
+        return fail(SegmentError::Kind::Permission,
+                    "shared segment " + name + " is not private to this user (owner uid " +
+                        std::to_string(st.st_uid) + ", mode " + std::to_string(st.st_mode & 0777) + ")");
+    return {};
+}
+
+} // namespace
+
+std::string segment_shm_name(const SegmentOptions& o) {
+    switch (o.isolation) {
+    case Isolation::Process: return {};
+    case Isolation::User: return "/coexec." + o.name + ".u" + std::to_string(::geteuid());
+    case Isolation::Group: return "/coexec." + o.name + ".g" + std::to_string(::getegid());
+    case Isolation::Public: return "/coexec." + o.name + ".public";
+    }
+    return {};
+}
+
+bool parse_isolation(const std::string& text, Isolation& out) {
+    static constexpr std::pair<const char*, Isolation> names[] = {
+        {"process", Isolation::Process}, {"user", Isolation::User},
+        {"group", Isolation::Group}, {"public", Isolation::Public}};
+    for (auto& [n, v] : names)
+        if (text == n) {
+            out = v;
+            return true;
+        }
+    return false;
+}
+
+const char* isolation_name(Isolation isolation) {
+    switch (isolation) {
+    case Isolation::Process: return "process";
+    case Isolation::User: return "user";
+    case Isolation::Group: return "group";
+    case Isolation::Public: return "public";
+    }
+    return "?";
+}
+
+SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError& error) {
+    error = {};
+    if (options.name.empty() || options.name.find('/') != std::string::npos) {
+        error = fail(SegmentError::Kind::System, "invalid shared_memory.name '" + options.name + "'");
+        return {};
+    }
+    if (options.isolation == Isolation::Process) {
+        void* p = ::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            error = fail(SegmentError::Kind::System, errno_text("cannot map", "private segment"));
+            return {};
+        }
+        auto* s = new (p) Segment;
+        format(*s, options);
+        return SegmentMapping(s, -1, {});
+    }
+
+    const std::string name = segment_shm_name(options);
+    const mode_t mode = mode_for(options.isolation);
+    int flags = O_RDWR | O_CLOEXEC | (options.create ? O_CREAT : 0);
+    int fd = ::shm_open(name.c_str(), flags, mode);
+    if (fd < 0) {
+        auto kind = errno == ENOENT ? SegmentError::Kind::NotFound
+                    : errno == EACCES ? SegmentError::Kind::Permission
+                                      : SegmentError::Kind::System;
+        error = fail(kind, kind == SegmentError::Kind::NotFound
+                               ? "no coexec segment " + name + " (no process has started coexec)"
+                               : errno_text("cannot open shared segment", name));
+        return {};
+    }
+    if (auto e = check_owner(fd, options, name)) {
+        ::close(fd);
+        error = e;
+        return {};
+    }
+    // The creation lock: flock is dropped by the kernel if we die here.
+    ::flock(fd, LOCK_EX);
+    struct stat st{};
+    ::fstat(fd, &st);
+    Segment* s = nullptr;
+    if (st.st_size == 0 && options.create) {
+        // Our umask must not narrow a group or public segment.
+        ::fchmod(fd, mode);
+        if (::ftruncate(fd, off_t(kSize)) != 0 || !(s = map_fd(fd, kSize))) {
+            error = fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
+        } else {
+            format(*new (s) Segment, options);
+        }
+    } else if (size_t(st.st_size) < sizeof(Header)) {
+        error = fail(SegmentError::Kind::Foreign, "shared segment " + name + " is truncated; remove it with `coexec reset --force`");
+    } else if (!(s = map_fd(fd, size_t(st.st_size)))) {
+        error = fail(SegmentError::Kind::System, errno_text("cannot map shared segment", name));
+    } else if (s->header.magic.load(std::memory_order_acquire) == 0 && size_t(st.st_size) == kSize &&
+               options.create) {
+        // A creator died before publishing: format it again.
+        std::memset(static_cast<void*>(s), 0, kSize);
+        format(*new (s) Segment, options);
+    } else if (auto e = validate(*s, size_t(st.st_size), name)) {
+        ::munmap(s, size_t(st.st_size));
+        s = nullptr;
+        error = e;
+    }
+    ::flock(fd, LOCK_UN);
+    if (!s) {
+        ::close(fd);
+        return {};
+    }
+    return SegmentMapping(s, fd, name);
+}
+
+SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
+    error = {};
+    if (fd_ < 0) {
+        error = fail(SegmentError::Kind::System, "a process-private segment cannot be mapped again");
+        return {};
+    }
+    int fd = ::dup(fd_);
+    Segment* s = fd >= 0 ? map_fd(fd, kSize) : nullptr;
+    if (!s) {
+        if (fd >= 0) ::close(fd);
+        error = fail(SegmentError::Kind::System, errno_text("cannot map shared segment", shm_name_));
+        return {};
+    }
+    return SegmentMapping(s, fd, shm_name_);
+}
+
+bool SegmentMapping::unlink(const SegmentOptions& options, std::string& message) {
+    std::string name = segment_shm_name(options);
+    if (name.empty()) return true;
+    if (::shm_unlink(name.c_str()) == 0) return true;
+    message = errno_text("cannot remove shared segment", name);
+    return false;
+}
+
+void SegmentMapping::reset() {
+    if (segment_) ::munmap(segment_, kSize);
+    if (fd_ >= 0) ::close(fd_);
+    segment_ = nullptr;
+    fd_ = -1;
+}
+
+SegmentMapping::~SegmentMapping() { reset(); }
+
+SegmentMapping::SegmentMapping(SegmentMapping&& o) noexcept
+    : segment_(std::exchange(o.segment_, nullptr)), fd_(std::exchange(o.fd_, -1)),
+      shm_name_(std::move(o.shm_name_)) {}
+
+SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
+    if (this != &o) {
+        reset();
+        segment_ = std::exchange(o.segment_, nullptr);
+        fd_ = std::exchange(o.fd_, -1);
+        shm_name_ = std::move(o.shm_name_);
+    }
+    return *this;
+}
+
+} // namespace coexec::shm

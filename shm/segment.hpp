@@ -1,0 +1,71 @@
+// Creating, attaching and validating the shared segment.
+#pragma once
+
+#include "layout.hpp"
+
+#include <functional>
+#include <string>
+#include <sys/types.h>
+
+namespace coexec::shm {
+
+// Why a segment could not be used. `message` says it in words for users.
+struct SegmentError {
+    enum class Kind { None, NotFound, Foreign, VersionMismatch, Permission, System };
+    Kind kind = Kind::None;
+    std::string message;
+    explicit operator bool() const { return kind != Kind::None; }
+};
+
+struct SegmentOptions {
+    std::string name = "coexec"; // shared_memory.name
+    Isolation isolation = Isolation::User;
+    bool create = true; // false: attach to an existing segment only
+    // Runs once, under the creation lock, on a freshly zeroed segment (after
+    // the header's fixed fields are set and before the magic is published).
+    std::function<void(Segment&)> initialize;
+};
+
+// The POSIX shm name for these options ("/coexec.<name>.u<uid>" and so on);
+// empty for Isolation::Process, which has no name.
+std::string segment_shm_name(const SegmentOptions& options);
+
+// Parses "process", "user", "group" or "public".
+bool parse_isolation(const std::string& text, Isolation& out);
+const char* isolation_name(Isolation isolation);
+
+// A mapping of the segment; unmapped on destruction. Movable, not copyable.
+class SegmentMapping {
+  public:
+    SegmentMapping() = default;
+    ~SegmentMapping();
+    SegmentMapping(SegmentMapping&& other) noexcept;
+    SegmentMapping& operator=(SegmentMapping&& other) noexcept;
+    SegmentMapping(const SegmentMapping&) = delete;
+    SegmentMapping& operator=(const SegmentMapping&) = delete;
+
+    // Attaches to (or creates) the segment. On failure returns an empty
+    // mapping and fills `error`.
+    static SegmentMapping open(const SegmentOptions& options, SegmentError& error);
+
+    // Maps the same segment once more, at a different address.
+    SegmentMapping map_again(SegmentError& error) const;
+
+    // Removes the segment's name so the next open creates a fresh one.
+    // Existing mappings stay valid.
+    static bool unlink(const SegmentOptions& options, std::string& message);
+
+    Segment* get() const { return segment_; }
+    Segment* operator->() const { return segment_; }
+    explicit operator bool() const { return segment_ != nullptr; }
+    const std::string& shm_name() const { return shm_name_; }
+
+  private:
+    SegmentMapping(Segment* s, int fd, std::string name) : segment_(s), fd_(fd), shm_name_(std::move(name)) {}
+    void reset();
+    Segment* segment_ = nullptr;
+    int fd_ = -1;
+    std::string shm_name_;
+};
+
+} // namespace coexec::shm
