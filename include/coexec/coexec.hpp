@@ -1,0 +1,289 @@
+// coexec: the C++ API, a thin layer over the nOS-V-compatible C API.
+//
+// Errors are reported one way: every failing call throws coexec::error (a
+// std::system_error whose code() is in coexec::nosv_category() and holds
+// the negative nosv code). Destructors never throw.
+#pragma once
+
+#include <nosv.h>
+#include <nosv/affinity.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace coexec {
+
+// The category of nosv error codes; message() is nosv_get_error_string().
+inline const std::error_category& nosv_category() noexcept {
+    struct category final : std::error_category {
+        const char* name() const noexcept override { return "nosv"; }
+        std::string message(int code) const override { return nosv_get_error_string(code); }
+    };
+    static const category instance;
+    return instance;
+}
+
+// Thrown by every call of this API that fails.
+class error : public std::system_error {
+  public:
+    error(int code, const char* what) : std::system_error(code, nosv_category(), what) {}
+};
+
+// Throws coexec::error when `rc` is a nosv error code; returns `rc` otherwise.
+inline int check(int rc, const char* what) {
+    if (rc < 0) throw error(rc, what);
+    return rc;
+}
+
+// Joins the shared instance for its lifetime (nosv_init / nosv_shutdown).
+// Guards nest like the calls they wrap.
+class runtime {
+  public:
+    runtime() { check(nosv_init(), "nosv_init"); }
+    ~runtime() { nosv_shutdown(); }
+    runtime(const runtime&) = delete;
+    runtime& operator=(const runtime&) = delete;
+};
+
+// Where a task may run: a system CPU id or NUMA node, strict or preferred.
+class affinity {
+  public:
+    // No affinity: any CPU.
+    affinity() : raw_(nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED)) {}
+    static affinity cpu(uint32_t system_cpu, bool strict = true) {
+        return affinity(nosv_affinity_get(system_cpu, NOSV_AFFINITY_LEVEL_CPU, type(strict)));
+    }
+    static affinity numa(uint32_t system_node, bool strict = true) {
+        return affinity(nosv_affinity_get(system_node, NOSV_AFFINITY_LEVEL_NUMA, type(strict)));
+    }
+    nosv_affinity_t raw() const { return raw_; }
+
+  private:
+    explicit affinity(nosv_affinity_t a) : raw_(a) {}
+    static nosv_affinity_type_t type(bool strict) {
+        return strict ? NOSV_AFFINITY_TYPE_STRICT : NOSV_AFFINITY_TYPE_PREFERRED;
+    }
+    nosv_affinity_t raw_;
+};
+
+// Makes the calling thread a coexec thread for the guard's lifetime: the
+// constructor blocks until a CPU is granted; the destructor gives it back and
+// restores the thread's affinity.
+class attach_guard {
+  public:
+    explicit attach_guard(const char* label = "attached", const affinity* where = nullptr) {
+        nosv_affinity_t a = where ? where->raw() : affinity().raw();
+        check(nosv_attach(&task_, where ? &a : nullptr, label, NOSV_ATTACH_NONE), "nosv_attach");
+    }
+    ~attach_guard() { nosv_detach(NOSV_DETACH_NONE); }
+    attach_guard(const attach_guard&) = delete;
+    attach_guard& operator=(const attach_guard&) = delete;
+    nosv_task_t task() const { return task_; }
+
+  private:
+    nosv_task_t task_ = nullptr;
+};
+
+// Scheduling points for the calling task; each throws outside a task.
+namespace this_task {
+// The calling task, or nullptr outside one.
+inline nosv_task_t get() noexcept { return nosv_self(); }
+// Waits for a submit of the calling task; its CPU goes elsewhere meanwhile.
+inline void pause() { check(nosv_pause(NOSV_PAUSE_NONE), "nosv_pause"); }
+// Lets other tasks ready for this CPU run first.
+inline void yield() { check(nosv_yield(NOSV_YIELD_NONE), "nosv_yield"); }
+// Gives way only if this process's quantum is spent and others wait.
+inline void schedpoint() { check(nosv_schedpoint(NOSV_SCHEDPOINT_NONE), "nosv_schedpoint"); }
+// Sleeps without holding a CPU; returns how long the task was away.
+inline std::chrono::nanoseconds waitfor(std::chrono::nanoseconds d) {
+    uint64_t actual = 0;
+    check(nosv_waitfor(uint64_t(d.count() < 0 ? 0 : d.count()), &actual), "nosv_waitfor");
+    return std::chrono::nanoseconds(actual);
+}
+} // namespace this_task
+
+// Resumes a paused task (or makes a created one ready).
+inline void submit(nosv_task_t task, nosv_flags_t flags = NOSV_SUBMIT_NONE) {
+    check(nosv_submit(task, flags), "nosv_submit");
+}
+
+namespace detail {
+// Completion shared by a task and whoever waits for it. A waiter inside a
+// task pauses (freeing its CPU); any other thread blocks on a condition
+// variable, which is fine because it holds no coexec CPU.
+class completion {
+  public:
+    void wait() {
+        std::unique_lock lock(m_);
+        if (nosv_task_t self = nosv_self()) {
+            while (!done_) {
+                waiter_ = self;
+                lock.unlock();
+                this_task::pause(); // a submit racing ahead of the pause is kept
+                lock.lock();
+            }
+            waiter_ = nullptr;
+        } else {
+            cv_.wait(lock, [&] { return done_; });
+        }
+    }
+    void signal() {
+        nosv_task_t waiter;
+        {
+            std::lock_guard lock(m_);
+            done_ = true;
+            waiter = std::exchange(waiter_, nullptr);
+        }
+        cv_.notify_all();
+        if (waiter) nosv_submit(waiter, NOSV_SUBMIT_UNLOCKED);
+    }
+    void reset() {
+        std::lock_guard lock(m_);
+        done_ = false;
+    }
+    bool done() const {
+        std::lock_guard lock(m_);
+        return done_;
+    }
+
+  private:
+    mutable std::mutex m_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    nosv_task_t waiter_ = nullptr;
+};
+} // namespace detail
+
+// A task type whose tasks run C++ callables. Label shows in `coexec top`.
+class task_type {
+  public:
+    explicit task_type(const std::string& label = "task") {
+        check(nosv_type_init(&type_, &run, nullptr, &completed, label.c_str(), nullptr, nullptr,
+                             NOSV_TYPE_INIT_NONE),
+              "nosv_type_init");
+    }
+    ~task_type() { nosv_type_destroy(type_, NOSV_TYPE_DESTROY_NONE); }
+    task_type(const task_type&) = delete;
+    task_type& operator=(const task_type&) = delete;
+    nosv_task_type_t get() const { return type_; }
+
+    // What the metadata of each task of this type holds.
+    struct body {
+        std::function<void()> fn;
+        detail::completion done;
+        std::function<void()> on_complete;
+    };
+
+  private:
+    static body& of(nosv_task_t t) { return **static_cast<body**>(nosv_get_task_metadata(t)); }
+    static void run(nosv_task_t t) { of(t).fn(); }
+    static void completed(nosv_task_t t) {
+        body& b = of(t);
+        auto hook = b.on_complete; // copied: signal() may let the owner free `b`
+        b.done.signal();
+        if (hook) hook();
+    }
+    nosv_task_type_t type_ = nullptr;
+};
+
+// One task running a callable. Submit it, then wait(); it may be submitted
+// again after it completes. The destructor waits for a submitted task.
+class task {
+  public:
+    template <typename F>
+    task(const task_type& type, F&& fn) : body_(new task_type::body{std::forward<F>(fn), {}, {}}) {
+        int rc = nosv_create(&task_, type.get(), sizeof(task_type::body*), NOSV_CREATE_NONE);
+        if (rc < 0) {
+            delete body_;
+            throw error(rc, "nosv_create");
+        }
+        *static_cast<task_type::body**>(nosv_get_task_metadata(task_)) = body_;
+    }
+    ~task() {
+        if (submitted_) body_->done.wait();
+        nosv_destroy(task_, NOSV_DESTROY_NONE);
+        delete body_;
+    }
+    task(const task&) = delete;
+    task& operator=(const task&) = delete;
+
+    void set_priority(int priority) { nosv_set_task_priority(task_, priority); }
+    void set_affinity(const affinity& where) {
+        nosv_affinity_t a = where.raw();
+        nosv_set_task_affinity(task_, &a);
+    }
+    // Makes the task ready (flags as nosv_submit: IMMEDIATE, UNLOCKED...).
+    void submit(nosv_flags_t flags = NOSV_SUBMIT_NONE) {
+        body_->done.reset();
+        check(nosv_submit(task_, flags), "nosv_submit");
+        submitted_ = true;
+    }
+    // Blocks until the task completed (pausing, when called from a task).
+    void wait() {
+        body_->done.wait();
+        submitted_ = false;
+    }
+    nosv_task_t get() const { return task_; }
+
+  private:
+    nosv_task_t task_ = nullptr;
+    task_type::body* body_;
+    bool submitted_ = false;
+};
+
+// Runs many callables as tasks and waits for all of them.
+class task_group {
+  public:
+    explicit task_group(const task_type& type) : type_(type) {}
+    ~task_group() { wait(); }
+    task_group(const task_group&) = delete;
+    task_group& operator=(const task_group&) = delete;
+
+    // Submits `fn` as a new task of the group's type.
+    template <typename F>
+    void run(F&& fn) {
+        auto* b = new task_type::body{std::forward<F>(fn), {}, {}};
+        nosv_task_t t = nullptr;
+        int rc = nosv_create(&t, type_.get(), sizeof(b), NOSV_CREATE_NONE);
+        if (rc < 0) {
+            delete b;
+            throw error(rc, "nosv_create");
+        }
+        *static_cast<task_type::body**>(nosv_get_task_metadata(t)) = b;
+        b->on_complete = [this, t, b] {
+            nosv_destroy(t, NOSV_DESTROY_NONE);
+            delete b;
+            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done_.signal();
+        };
+        pending_.fetch_add(1, std::memory_order_acq_rel);
+        rc = nosv_submit(t, NOSV_SUBMIT_NONE);
+        if (rc < 0) {
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
+            nosv_destroy(t, NOSV_DESTROY_NONE);
+            delete b;
+            throw error(rc, "nosv_submit");
+        }
+    }
+    // Blocks until every task run so far has completed. A signal left from
+    // an earlier round only costs one more turn of the loop.
+    void wait() {
+        while (pending_.load(std::memory_order_acquire) != 0) {
+            all_done_.wait();
+            all_done_.reset();
+        }
+    }
+
+  private:
+    const task_type& type_;
+    std::atomic<long> pending_{0};
+    detail::completion all_done_;
+};
+
+} // namespace coexec

@@ -1,0 +1,152 @@
+// Crash safety: a process killed while it holds CPUs or the segment lock
+// does not stop the others; a segment of dead processes is reclaimed; a
+// corrupt segment is refused with an error, not a crash.
+#include "support.hpp"
+#include "workload.hpp"
+
+#include "shm/clock.hpp"
+
+#include <nosv.h>
+
+#include <fcntl.h>
+#include <thread>
+#include <vector>
+
+using namespace coexec;
+using coexec::test::Shared;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Board {
+    std::atomic<bool> hog_holds_cpus;
+    std::atomic<bool> go;
+    std::atomic<uint64_t> first_run_ns; // when the survivor's work first ran
+    std::atomic<int> done;
+};
+Shared<Board>* g_board;
+
+// Occupies every CPU with tasks that never reach a scheduling point.
+int hog_child(bool die_in_lock) {
+    if (nosv_init() != 0) return 11;
+    nosv_task_type_t type;
+    nosv_type_init(&type, [](nosv_task_t) { for (;;) test::Occupancy::spin(1000us); }, nullptr, nullptr, "hog",
+                   nullptr, nullptr, 0);
+    int n = nosv_get_num_cpus();
+    for (int i = 0; i < n; ++i) {
+        nosv_task_t t;
+        nosv_create(&t, type, 0, 0);
+        nosv_submit(t, 0);
+    }
+    if (die_in_lock) {
+        // Take the segment lock from outside the runtime, then die in it.
+        shm::SegmentOptions o;
+        const char* ov = std::getenv("NOSV_CONFIG_OVERRIDE");
+        o.name = std::string(ov).substr(std::string("shared_memory.name=").size());
+        o.create = false;
+        shm::SegmentError e;
+        auto m = shm::SegmentMapping::open(o, e);
+        std::this_thread::sleep_for(100ms);
+        (*g_board)->hog_holds_cpus = true;
+        pthread_mutex_lock(&m->header.lock);
+        ::raise(SIGKILL);
+    }
+    std::this_thread::sleep_for(100ms);
+    (*g_board)->hog_holds_cpus = true;
+    for (;;) std::this_thread::sleep_for(1s);
+}
+
+// Submits work that can only run once the hog is gone.
+int survivor_child() {
+    if (nosv_init() != 0) return 11;
+    nosv_task_type_t type;
+    nosv_type_init(
+        &type,
+        [](nosv_task_t) {
+            uint64_t zero = 0;
+            (*g_board)->first_run_ns.compare_exchange_strong(zero, shm::now_ns());
+            test::Occupancy::spin(200us);
+        },
+        nullptr, [](nosv_task_t) { (*g_board)->done++; }, "survivor", nullptr, nullptr, 0);
+    std::vector<nosv_task_t> tasks(20);
+    for (auto& t : tasks) {
+        nosv_create(&t, type, 0, 0);
+        nosv_submit(t, 0);
+    }
+    while ((*g_board)->done.load() < int(tasks.size())) std::this_thread::sleep_for(1ms);
+    for (auto t : tasks) nosv_destroy(t, 0);
+    nosv_type_destroy(type, 0);
+    return nosv_shutdown() == 0 ? 0 : 12;
+}
+
+void run_kill_scenario(bool die_in_lock) {
+    test::ScopedSegment seg;
+    Shared<Board> board;
+    g_board = &board;
+    pid_t hog = test::fork_child([&] { return hog_child(die_in_lock); });
+    while (!board->hog_holds_cpus.load()) std::this_thread::sleep_for(1ms);
+    pid_t survivor = test::fork_child(survivor_child);
+    std::this_thread::sleep_for(200ms);
+    if (!die_in_lock) {
+        EXPECT_EQ(board->first_run_ns.load(), 0u) << "the hog should hold every CPU";
+    }
+    uint64_t killed_at = shm::now_ns();
+    if (!die_in_lock) ::kill(hog, SIGKILL);
+    EXPECT_EQ(test::wait_child(hog, 10s), 128 + SIGKILL);
+    EXPECT_EQ(test::wait_child(survivor, 30s), 0);
+    EXPECT_EQ(board->done.load(), 20);
+    auto map = seg.map();
+    if (die_in_lock) {
+        EXPECT_GE(map->header.recoveries.load(), 1u);
+    }
+    EXPECT_EQ(map->header.alive_count, 0);
+    if (!die_in_lock) {
+        uint64_t delay = board->first_run_ns.load() - killed_at;
+        std::printf("CPUs of the killed process back in use after %.1f ms\n", double(delay) / 1e6);
+        // The design target is 100 ms; the bound leaves room for a loaded CI machine.
+        EXPECT_LT(delay, 500'000'000u);
+    }
+}
+
+} // namespace
+
+TEST(Crash, KilledWhileHoldingCpusOthersGetThemBack) { run_kill_scenario(false); }
+
+TEST(Crash, KilledInsideTheSegmentLockIsRepaired) { run_kill_scenario(true); }
+
+TEST(Crash, SegmentOfDeadProcessesIsReclaimedAtInit) {
+    test::ScopedSegment seg;
+    pid_t dead = test::fork_child([] {
+        nosv_task_t t;
+        if (nosv_init() != 0 || nosv_attach(&t, nullptr, "x", 0) != 0) return 11;
+        ::raise(SIGKILL);
+        return 0;
+    });
+    ASSERT_EQ(test::wait_child(dead), 128 + SIGKILL);
+    {
+        auto map = seg.map();
+        EXPECT_EQ(map->header.alive_count, 1); // nobody noticed yet
+    }
+    pid_t next = test::fork_child([] {
+        nosv_task_t t;
+        if (nosv_init() != 0 || nosv_attach(&t, nullptr, "x", 0) != 0) return 11;
+        nosv_detach(0);
+        return nosv_shutdown() == 0 ? 0 : 12;
+    });
+    EXPECT_EQ(test::wait_child(next, 20s), 0);
+    auto map = seg.map();
+    EXPECT_EQ(map->header.alive_count, 0);
+    for (int c = 0; c < map->header.cpu_count; ++c) EXPECT_NE(map->cpus[c].state.load(), shm::CpuState::Running);
+}
+
+TEST(Crash, CorruptSegmentGivesAnErrorNotACrash) {
+    test::ScopedSegment seg;
+    auto o = seg.options();
+    int fd = ::shm_open(shm::segment_shm_name(o).c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_GE(fd, 0);
+    std::vector<char> junk(1 << 16, 0x5a);
+    ASSERT_EQ(::write(fd, junk.data(), junk.size()), ssize_t(junk.size()));
+    ::close(fd);
+    pid_t child = test::fork_child([] { return -nosv_init(); });
+    EXPECT_EQ(test::wait_child(child), -NOSV_ERR_UNKNOWN);
+}

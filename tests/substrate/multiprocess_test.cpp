@@ -1,0 +1,121 @@
+// Several processes × threads doing attach/submit/pause/yield/waitfor on one
+// segment, while the parent samples the segment: invariant 1 of DESIGN.md.
+#include "support.hpp"
+#include "workload.hpp"
+
+#include "scheduler/shared_scheduler.hpp"
+
+#include <nosv.h>
+
+#include <thread>
+#include <vector>
+
+using namespace coexec;
+using coexec::test::Shared;
+using namespace std::chrono_literals;
+
+namespace {
+
+Shared<test::Occupancy>* g_occ;
+
+struct Countdown {
+    std::atomic<int> left;
+    nosv_task_t waiter;
+};
+
+void task_run(nosv_task_t) { (*g_occ)->compute(50us); }
+void task_done(nosv_task_t t) {
+    auto* cd = *static_cast<Countdown**>(nosv_get_task_metadata(t));
+    if (cd->left.fetch_sub(1) == 1) nosv_submit(cd->waiter, 0);
+}
+
+// One attached thread cycling through every scheduling point.
+void churn(nosv_task_type_t type, std::chrono::steady_clock::time_point until) {
+    nosv_task_t self;
+    if (nosv_attach(&self, nullptr, "churn", 0) != 0) std::_Exit(10);
+    std::vector<nosv_task_t> tasks(3);
+    for (auto& t : tasks) nosv_create(&t, type, sizeof(Countdown*), 0);
+    Countdown cd;
+    for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        (*g_occ)->compute(30us);
+        switch (i % 4) {
+        case 0: nosv_yield(0); break;
+        case 1: {
+            cd.left = int(tasks.size());
+            cd.waiter = self;
+            for (auto t : tasks) {
+                *static_cast<Countdown**>(nosv_get_task_metadata(t)) = &cd;
+                nosv_submit(t, 0);
+            }
+            while (cd.left.load() > 0) nosv_pause(0);
+            break;
+        }
+        case 2: nosv_waitfor(100'000, nullptr); break;
+        case 3: nosv_schedpoint(0); break;
+        }
+    }
+    for (auto t : tasks)
+        while (nosv_destroy(t, 0) != 0) nosv_yield(0);
+    nosv_detach(0);
+}
+
+int child_main(std::chrono::milliseconds run_for) {
+    if (nosv_init() != 0) return 11;
+    nosv_task_type_t type;
+    nosv_type_init(&type, task_run, nullptr, task_done, "mp", nullptr, nullptr, 0);
+    auto until = std::chrono::steady_clock::now() + run_for;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) threads.emplace_back(churn, type, until);
+    for (auto& t : threads) t.join();
+    nosv_type_destroy(type, 0);
+    return nosv_shutdown() == 0 ? 0 : 12;
+}
+
+} // namespace
+
+TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
+    test::ScopedSegment seg;
+    Shared<test::Occupancy> occ;
+    g_occ = &occ;
+    constexpr int kProcs = 3;
+    std::vector<pid_t> kids;
+    for (int i = 0; i < kProcs; ++i) kids.push_back(test::fork_child([] { return child_main(1500ms); }));
+
+    // Sample the segment (mapped here at its own address) while they run.
+    shm::SegmentMapping map;
+    for (int i = 0; i < 200 && !map; ++i) {
+        shm::SegmentError e;
+        map = shm::SegmentMapping::open(seg.options(), e);
+        if (!map) std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_TRUE(map);
+    scheduler::SharedScheduler sched(*map.get());
+    long sampled = 0, running_seen = 0;
+    auto end = std::chrono::steady_clock::now() + 1200ms;
+    while (std::chrono::steady_clock::now() < end) {
+        scheduler::WakeList w;
+        auto lock = sched.lock(w);
+        const shm::Segment& s = *map.get();
+        for (int c = 0; c < s.header.cpu_count; ++c) {
+            const auto& cpu = s.cpus[c];
+            if (cpu.state.load() != shm::CpuState::Running) continue;
+            ++running_seen;
+            int32_t p = cpu.owner_proc.load(), t = cpu.owner_thread.load();
+            ASSERT_GE(p, 0);
+            ASSERT_GE(t, 0);
+            EXPECT_EQ(s.procs[p].state.load(), shm::ProcState::Alive);
+            EXPECT_EQ(s.threads[t].proc, p) << "CPU " << c << " owned by a thread of another process";
+        }
+        ++sampled;
+        std::this_thread::sleep_for(1ms);
+    }
+    for (pid_t k : kids) EXPECT_EQ(test::wait_child(k, 60s), 0);
+    EXPECT_GT(sampled, 100);
+    EXPECT_GT(running_seen, 0);
+    EXPECT_GT(occ->samples.load(), 1000);
+    EXPECT_EQ(occ->violations.load(), 0) << "two coexec threads ran on one CPU at once";
+    EXPECT_EQ(occ->wrong_cpu.load(), 0) << "a thread ran off its granted CPU";
+    // Everyone left cleanly: no process, no held CPU.
+    EXPECT_EQ(map->header.alive_count, 0);
+    for (int c = 0; c < map->header.cpu_count; ++c) EXPECT_NE(map->cpus[c].state.load(), shm::CpuState::Running);
+}

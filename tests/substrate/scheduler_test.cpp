@@ -1,0 +1,176 @@
+// The shared policy on a private segment: registration, grants, round-robin
+// by quantum, idle CPUs, reaping of dead processes and repair.
+#include "support.hpp"
+
+#include "scheduler/shared_scheduler.hpp"
+#include "shm/clock.hpp"
+#include "shm/liveness.hpp"
+
+using namespace coexec;
+using namespace coexec::scheduler;
+using namespace coexec::shm;
+
+namespace {
+
+class SchedulerTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        SegmentOptions o;
+        o.isolation = Isolation::Process;
+        o.initialize = [](Segment& s) {
+            s.header.cpu_count = 2;
+            s.header.numa_count = 1;
+            s.header.config.quantum_ns = 1'000'000'000; // long: tests drive time explicitly
+            for (int c = 0; c < 2; ++c) {
+                s.cpus[c].system_id = c;
+                s.cpus[c].state.store(CpuState::Free);
+            }
+            s.header.unheld_cpus.store(2);
+        };
+        SegmentError e;
+        map_ = SegmentMapping::open(o, e);
+        ASSERT_TRUE(map_) << e.message;
+        sched_ = std::make_unique<SharedScheduler>(*map_.get());
+    }
+
+    // A registered process with one pool thread; `alive` picks a real pid.
+    int32_t add_process(bool alive = true) {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        pid_t pid = alive ? ::getpid() : dead_pid();
+        uint64_t start = alive ? process_start_time(pid) : 12345;
+        int32_t p = sched_->register_process(pid, start, "test");
+        int32_t t = sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked);
+        sched_->pool_push(t);
+        return p;
+    }
+    static pid_t dead_pid() {
+        pid_t child = test::fork_child([] { return 0; });
+        test::wait_child(child);
+        return child;
+    }
+    void add_ready(int32_t p, int n = 1) {
+        map_->procs[p].ready_total += n;
+        map_->procs[p].ready_any += n;
+    }
+    Segment& seg() { return *map_.get(); }
+
+    SegmentMapping map_;
+    std::unique_ptr<SharedScheduler> sched_;
+};
+
+} // namespace
+
+TEST_F(SchedulerTest, ClaimGivesAFreeCpuToAPoolThread) {
+    int32_t p = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    int32_t c = sched_->claim_unheld_cpu(p, {}, w);
+    ASSERT_NE(c, kNone);
+    EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Running);
+    EXPECT_EQ(seg().cpus[c].owner_proc.load(), p);
+    int32_t t = seg().cpus[c].owner_thread.load();
+    EXPECT_EQ(seg().threads[t].grant.load(), c);
+    EXPECT_EQ(seg().header.unheld_cpus.load(), 1);
+    // The pool is empty now: nothing else can be claimed.
+    EXPECT_EQ(sched_->claim_unheld_cpu(p, {}, w), kNone);
+}
+
+TEST_F(SchedulerTest, StrictPlacementOnlyClaimsItsCpu) {
+    int32_t p = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
+}
+
+TEST_F(SchedulerTest, RoundRobinByQuantumBetweenProcesses) {
+    int32_t a = add_process(), b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
+    add_ready(a);
+    add_ready(b);
+    // A's turn on CPU 0 has just begun: A keeps it.
+    EXPECT_EQ(sched_->decide(0, a, w), SharedScheduler::Next::Own);
+    // Once A's quantum is spent, B (with work and a pool thread) gets it.
+    seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
+    EXPECT_EQ(sched_->decide(0, a, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+    EXPECT_EQ(seg().cpus[0].turn_proc.load(), b);
+}
+
+TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
+    int32_t a = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    ASSERT_NE(sched_->claim_unheld_cpu(a, {}, w), kNone);
+    EXPECT_EQ(sched_->decide(0, a, w), SharedScheduler::Next::None);
+}
+
+TEST_F(SchedulerTest, IdleHolderIsEvictedForAnotherProcessesWork) {
+    int32_t a = add_process(), b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    int32_t c = sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w);
+    int32_t holder = seg().cpus[c].owner_thread.load();
+    sched_->set_holding(c, false);
+    EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Idle);
+    add_ready(b);
+    int32_t got = sched_->offer(c, w);
+    ASSERT_NE(got, kNone);
+    EXPECT_EQ(seg().threads[got].proc, b);
+    // The old holder went back to its process's pool.
+    EXPECT_EQ(seg().threads[holder].state.load(), ThreadState::Pool);
+    EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
+}
+
+TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
+    int32_t dead = add_process(false);
+    int32_t live = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
+    add_ready(live);
+    EXPECT_TRUE(sched_->reap_dead(w));
+    EXPECT_EQ(seg().procs[dead].state.load(), ProcState::Unused);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), live); // given to the live process's work
+    EXPECT_EQ(seg().header.alive_count, 1);
+}
+
+TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
+    int32_t a = add_process();
+    // Corrupt the derived state as a half-done update would.
+    seg().procs[a].pool_head = kNone;
+    seg().procs[a].pool_size.store(0);
+    seg().header.thread_free_head = kNone;
+    seg().header.unheld_cpus.store(-3);
+    pid_t child = test::fork_child([&] {
+        pthread_mutex_lock(&seg().header.lock);
+        ::raise(SIGKILL);
+        return 0;
+    });
+    ASSERT_EQ(test::wait_child(child), 128 + SIGKILL);
+    WakeList w;
+    auto lock = sched_->lock(w); // EOWNERDEAD: repair runs
+    EXPECT_EQ(seg().header.recoveries.load(), 1u);
+    EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
+    EXPECT_NE(seg().header.thread_free_head, kNone);
+    EXPECT_EQ(seg().header.unheld_cpus.load(), 2);
+}
+
+TEST_F(SchedulerTest, ProcessSlotsRunOutWithAnErrorNotACrash) {
+    WakeList w;
+    auto lock = sched_->lock(w);
+    int registered = 0;
+    while (sched_->register_process(::getpid(), 1, "x") != kNone) ++registered;
+    EXPECT_EQ(registered, kMaxProcs);
+}
+
+TEST_F(SchedulerTest, ThreadSlotsRunOutWithAnErrorNotACrash) {
+    int32_t p = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    int n = 0;
+    while (sched_->alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone) ++n;
+    EXPECT_EQ(n, kMaxThreads - 1);
+}

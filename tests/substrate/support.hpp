@@ -1,0 +1,119 @@
+// Helpers shared by the substrate tests: private segment names, forked
+// children with deadlines, and memory shared with them.
+#pragma once
+
+#include "shm/segment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace coexec::test {
+
+// Gives the test its own segment: sets NOSV_CONFIG_OVERRIDE (inherited by
+// forked children) and removes the segment at the end.
+class ScopedSegment {
+  public:
+    explicit ScopedSegment(const std::string& extra = "") {
+        static int counter = 0;
+        name_ = "t" + std::to_string(::getpid()) + "x" + std::to_string(counter++);
+        std::string ov = "shared_memory.name=" + name_;
+        if (!extra.empty()) ov += "," + extra;
+        ::setenv("NOSV_CONFIG_OVERRIDE", ov.c_str(), 1);
+    }
+    ~ScopedSegment() {
+        std::string msg;
+        shm::SegmentMapping::unlink(options(), msg);
+        ::unsetenv("NOSV_CONFIG_OVERRIDE");
+    }
+    const std::string& name() const { return name_; }
+    shm::SegmentOptions options() const {
+        shm::SegmentOptions o;
+        o.name = name_;
+        o.create = false;
+        return o;
+    }
+    // Maps the segment (it must exist).
+    shm::SegmentMapping map() const {
+        shm::SegmentError e;
+        auto m = shm::SegmentMapping::open(options(), e);
+        EXPECT_TRUE(m) << e.message;
+        return m;
+    }
+
+  private:
+    std::string name_;
+};
+
+// Memory shared with forked children, zero-initialised.
+template <typename T>
+class Shared {
+  public:
+    Shared() {
+        void* p = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) std::abort();
+        ptr_ = new (p) T{};
+    }
+    ~Shared() {
+        ptr_->~T();
+        ::munmap(ptr_, sizeof(T));
+    }
+    Shared(const Shared&) = delete;
+    Shared& operator=(const Shared&) = delete;
+    T* operator->() const { return ptr_; }
+    T& operator*() const { return *ptr_; }
+
+  private:
+    T* ptr_;
+};
+
+// Runs `body` in a forked child whose exit status is body's return value.
+inline pid_t fork_child(const std::function<int()>& body) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        int rc = 99;
+        try {
+            rc = body();
+        } catch (...) {
+            rc = 98;
+        }
+        std::_Exit(rc);
+    }
+    return pid;
+}
+
+// Waits for `pid`; kills it after `timeout`. Returns the exit code, or
+// 128+signal, or -1 on timeout.
+inline int wait_child(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+        pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            return -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return -2;
+}
+
+inline uint64_t now_ns() {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count());
+}
+
+} // namespace coexec::test
