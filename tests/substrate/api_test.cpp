@@ -418,7 +418,7 @@ TEST(Api, HwinfoDescribesManagedCpus) {
     EXPECT_EQ(nosv_get_system_numa_id(99), NOSV_ERR_INVALID_PARAMETER);
     int cpu = nosv_get_current_system_cpu();
     EXPECT_EQ(nosv_get_available_cpus()[nosv_get_current_logical_cpu()], cpu);
-    EXPECT_EQ(nosv_get_num_domains(nosv_topo_level_t(42)), NOSV_ERR_INVALID_PARAMETER);
+    EXPECT_EQ(nosv_get_num_domains(NOSV_TOPO_LEVEL_COUNT), NOSV_ERR_INVALID_PARAMETER);
 }
 
 TEST(Api, BadConfigurationFailsInitWithAnError) {
