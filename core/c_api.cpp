@@ -89,30 +89,25 @@ COEXEC_API int nosv_type_destroy(nosv_task_type_t type, nosv_flags_t flags) {
 }
 
 COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t metadata_size, nosv_flags_t flags) {
-    if (!Runtime::get()) return NOSV_ERR_NOT_INITIALIZED;
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!task || !valid(type) || flags != NOSV_CREATE_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (type->external) return NOSV_ERR_INVALID_CALLBACK;
     if (metadata_size > NOSV_MAX_METADATA_SIZE) return NOSV_ERR_INVALID_METADATA_SIZE;
-    void* mem = ::operator new(sizeof(nosv_task) + metadata_size, std::align_val_t(alignof(nosv_task)),
-                               std::nothrow);
-    if (!mem) return NOSV_ERR_OUT_OF_MEMORY;
-    auto* t = new (mem) nosv_task;
-    t->type = type;
-    t->metadata_size = metadata_size;
-    if (metadata_size) std::memset(t->metadata(), 0, metadata_size);
-    t->magic = coexec::core::kTaskMagic;
+    nosv_task* t = rt->new_task(type, metadata_size);
+    if (!t) return NOSV_ERR_OUT_OF_MEMORY;
     *task = t;
     return NOSV_SUCCESS;
 }
 
 COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || flags != NOSV_DESTROY_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (task->type->external) return NOSV_ERR_INVALID_OPERATION; // ended by nosv_detach
     TaskState st = task->state.load(std::memory_order_acquire);
     if (st != TaskState::Created && st != TaskState::Ended) return NOSV_ERR_INVALID_OPERATION;
-    task->magic = 0;
-    task->~nosv_task();
-    ::operator delete(task, std::align_val_t(alignof(nosv_task)));
+    rt->delete_task(task);
     return NOSV_SUCCESS;
 }
 

@@ -7,30 +7,35 @@ namespace coexec::core {
 using scheduler::Placement;
 
 void ReadyQueue::Fifo::push(nosv_task* t, bool front) {
-    auto& q = by_priority_[t->priority];
-    if (front) q.push_front(t);
-    else q.push_back(t);
+    auto it = by_priority_.begin();
+    while (it != by_priority_.end() && it->first > t->priority) ++it;
+    if (it == by_priority_.end() || it->first != t->priority)
+        it = by_priority_.insert(it, {t->priority, std::deque<nosv_task*>{}});
+    if (front) it->second.push_front(t);
+    else it->second.push_back(t);
     ++size_;
 }
 
 nosv_task* ReadyQueue::Fifo::pop() {
-    if (size_ == 0) return nullptr;
-    auto it = by_priority_.begin();
-    nosv_task* t = it->second.front();
-    it->second.pop_front();
-    if (it->second.empty()) by_priority_.erase(it);
-    --size_;
-    return t;
+    // Empty buckets are kept (their deque storage is reused); skip them.
+    for (auto& [priority, q] : by_priority_) {
+        if (q.empty()) continue;
+        nosv_task* t = q.front();
+        q.pop_front();
+        --size_;
+        return t;
+    }
+    return nullptr;
 }
 
 bool ReadyQueue::Fifo::remove(nosv_task* t) {
-    auto it = by_priority_.find(t->priority);
+    auto it = by_priority_.begin();
+    while (it != by_priority_.end() && it->first != t->priority) ++it;
     if (it == by_priority_.end()) return false;
     auto& q = it->second;
     for (auto qi = q.begin(); qi != q.end(); ++qi)
         if (*qi == t) {
             q.erase(qi);
-            if (q.empty()) by_priority_.erase(it);
             --size_;
             return true;
         }
@@ -38,7 +43,9 @@ bool ReadyQueue::Fifo::remove(nosv_task* t) {
 }
 
 int ReadyQueue::Fifo::top_priority() const {
-    return size_ ? by_priority_.begin()->first : INT_MIN;
+    for (auto& [priority, q] : by_priority_)
+        if (!q.empty()) return priority;
+    return INT_MIN;
 }
 
 ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
@@ -55,13 +62,15 @@ ReadyQueue::Fifo& ReadyQueue::fifo_for(const Placement& w) {
 }
 
 void ReadyQueue::count(const Placement& w, int delta) {
-    // seq_cst on increments: pairs with the seq_cst update of unheld_cpus by
-    // a CPU going idle, so one of the two always sees the other (Dekker).
-    auto order = delta > 0 ? std::memory_order_seq_cst : std::memory_order_relaxed;
-    if (!w.strict || w.kind == Placement::Kind::Any) counters_.ready_any.fetch_add(delta, order);
-    else if (w.kind == Placement::Kind::Cpu) counters_.ready_cpu[w.index].fetch_add(delta, order);
-    else counters_.ready_numa[w.index].fetch_add(delta, order);
-    counters_.ready_total.fetch_add(delta, order);
+    constexpr auto rlx = std::memory_order_relaxed;
+    if (!w.strict || w.kind == Placement::Kind::Any) counters_.ready_any.fetch_add(delta, rlx);
+    else if (w.kind == Placement::Kind::Cpu) counters_.ready_cpu[w.index].fetch_add(delta, rlx);
+    else counters_.ready_numa[w.index].fetch_add(delta, rlx);
+    // ready_total last, seq_cst when work appears: it publishes the counter
+    // above (readers check ready_total first), and pairs with the seq_cst
+    // update of unheld_cpus by a CPU going idle, so one of the two always
+    // sees the other (Dekker).
+    counters_.ready_total.fetch_add(delta, delta > 0 ? std::memory_order_seq_cst : rlx);
     if (!w.strict && w.kind != Placement::Kind::Any) preferred_count_ += delta;
 }
 

@@ -8,7 +8,7 @@
 #include "shm/layout.hpp"
 
 #include <deque>
-#include <map>
+#include <utility>
 #include <vector>
 
 namespace coexec::core {
@@ -40,7 +40,8 @@ class ReadyQueue {
         int top_priority() const;
 
       private:
-        std::map<int, std::deque<nosv_task*>, std::greater<>> by_priority_;
+        // Buckets by descending priority; most programs use one or two.
+        std::vector<std::pair<int, std::deque<nosv_task*>>> by_priority_;
         size_t size_ = 0;
     };
     struct Slot {

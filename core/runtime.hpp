@@ -4,7 +4,9 @@
 
 #include "core/config.hpp"
 #include "core/ready_queue.hpp"
+#include "core/spin_lock.hpp"
 #include "core/task.hpp"
+#include "core/task_pool.hpp"
 #include "core/thread_context.hpp"
 #include "scheduler/shared_scheduler.hpp"
 #include "scheduler/topology.hpp"
@@ -54,6 +56,9 @@ class Runtime {
     void release_events(nosv_task* task, uint64_t count);
 
     scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
+    // Task storage: a task plus `metadata_size` bytes.
+    nosv_task* new_task(nosv_task_type* type, size_t metadata_size);
+    void delete_task(nosv_task* task);
     nosv_task_type* external_type() { return &external_type_; }
 
     ~Runtime();
@@ -111,7 +116,7 @@ class Runtime {
     int32_t proc_ = shm::kNone;
     std::vector<int> cpu_system_ids_, numa_system_ids_;
 
-    std::mutex queue_mutex_;
+    SpinLock queue_mutex_;
     std::unique_ptr<ReadyQueue> queue_;
 
     std::mutex workers_mutex_;
@@ -119,6 +124,7 @@ class Runtime {
     std::atomic<int> unblocked_workers_{0};
     std::vector<ThreadContext*> by_slot_; // slot -> context (this process's)
 
+    TaskPool task_pool_;
     std::atomic<bool> stopping_{false};
     std::thread monitor_;
     nosv_task_type external_type_;

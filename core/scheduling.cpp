@@ -20,6 +20,7 @@ constexpr uint64_t kWaitSliceNs = 50'000'000; // bounded sleeps, so stop is seen
 } // namespace
 
 scheduler::Placement Runtime::placement_of(const nosv_affinity_t& a) const {
+    if (a.level == NOSV_AFFINITY_LEVEL_NONE) return {};
     Placement p;
     p.strict = a.type == NOSV_AFFINITY_TYPE_STRICT;
     if (a.level == NOSV_AFFINITY_LEVEL_CPU) {

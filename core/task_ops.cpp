@@ -5,6 +5,7 @@
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 
+#include <cstring>
 #include <new>
 #include <pthread.h>
 #include <unistd.h>
@@ -29,6 +30,24 @@ void wake_thread(Segment& s, int32_t slot) {
     futex_wake(s.threads[slot].word);
 }
 } // namespace
+
+nosv_task* Runtime::new_task(nosv_task_type* type, size_t metadata_size) {
+    void* mem = task_pool_.allocate(sizeof(nosv_task) + metadata_size);
+    if (!mem) return nullptr;
+    auto* t = new (mem) nosv_task;
+    t->type = type;
+    t->metadata_size = metadata_size;
+    if (metadata_size) std::memset(t->metadata(), 0, metadata_size);
+    t->magic = kTaskMagic;
+    return t;
+}
+
+void Runtime::delete_task(nosv_task* t) {
+    size_t bytes = sizeof(nosv_task) + t->metadata_size;
+    t->magic = 0;
+    t->~nosv_task();
+    task_pool_.release(t, bytes);
+}
 
 int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
@@ -162,15 +181,12 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     }
     wakes.flush(*segment());
     if (ctx->slot == kNone) return NOSV_ERR_OUT_OF_MEMORY;
-    void* mem = ::operator new(sizeof(nosv_task), std::align_val_t(alignof(nosv_task)), std::nothrow);
-    if (!mem) {
+    nosv_task* t = new_task(&external_type_, 0);
+    if (!t) {
         auto lock = sched_->lock(wakes);
         sched_->free_thread(ctx->slot);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
-    auto* t = new (mem) nosv_task;
-    t->type = &external_type_;
-    t->magic = kTaskMagic;
     if (affinity) t->affinity = *affinity;
     t->thread = ctx.get();
     t->state.store(TaskState::Ready, rel);
@@ -199,9 +215,7 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     }
     wakes.flush(*segment());
     if (restore_affinity) pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
-    t->magic = 0;
-    t->~nosv_task();
-    ::operator delete(t, std::align_val_t(alignof(nosv_task)));
+    delete_task(t);
     this_thread_context() = nullptr;
     delete &self;
     return NOSV_SUCCESS;

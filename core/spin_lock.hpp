@@ -1,0 +1,36 @@
+// A small test-and-test-and-set lock for very short critical sections (the
+// ready queue). Waiters spin briefly, then yield the kernel CPU, so a holder
+// that was preempted still gets to run.
+#pragma once
+
+#include <atomic>
+#include <sched.h>
+
+namespace coexec::core {
+
+class SpinLock {
+  public:
+    void lock() noexcept {
+        for (int spins = 0;; ++spins) {
+            // Acquire pairs with unlock's release: the critical sections of
+            // successive holders are ordered.
+            if (!locked_.exchange(true, std::memory_order_acquire)) return;
+            while (locked_.load(std::memory_order_relaxed)) {
+                if (++spins > 128) {
+                    sched_yield();
+                    spins = 0;
+                }
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            }
+        }
+    }
+    bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+  private:
+    std::atomic<bool> locked_{false};
+};
+
+} // namespace coexec::core
