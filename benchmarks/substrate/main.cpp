@@ -1,0 +1,54 @@
+// coexec-bench-substrate: runs the substrate micro-benchmarks and prints the
+// median, min and max of each, plus the ratio to nOS-V 4.1's figures.
+#include "benchmarks.hpp"
+#include "options.hpp"
+#include "report.hpp"
+
+#include <cstdio>
+#include <exception>
+
+namespace {
+
+using namespace coexec::bench;
+
+struct Entry {
+    Metric metric;
+    Outcome (*measure)(const Options&);
+};
+
+const Entry kEntries[] = {
+    {{"throughput", "empty task create+submit+complete", true, 5.8e6}, measure_task_throughput},
+    {{"submit-only", "  same, tasks created before the clock", true, std::nullopt},
+     measure_submit_throughput},
+    {{"handoff", "same-CPU pause/submit hand-off", false, 3100.0}, measure_same_cpu_handoff},
+    {{"os-threads", "  OS floor: futex ping-pong, 2 threads/1 CPU", false, std::nullopt},
+     measure_os_threads},
+    {{"attach", "attach+detach (plain pthread)", false, std::nullopt}, measure_attach_detach},
+    {{"xproc", "cross-process hand-off (pause + remote submit)", false, std::nullopt},
+     measure_cross_process_pause},
+    {{"os-procs", "  OS floor: futex ping-pong, 2 procs/1 CPU", false, std::nullopt},
+     measure_os_processes},
+    {{"xyield", "cross-process yield turn (= quantum)", false, std::nullopt},
+     measure_cross_process_yield},
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const Options options = parse_options(argc, argv);
+    std::vector<Result> results;
+    bool failed = false;
+    try {
+        for (const Entry& e : kEntries) {
+            if (!options.selected(e.metric.name)) continue;
+            std::fprintf(stderr, "running %s...\n", e.metric.name.c_str());
+            results.push_back({e.metric, e.measure(options)});
+            failed |= !results.back().outcome.error.empty();
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "coexec-bench-substrate: %s\n", e.what());
+        return 1;
+    }
+    print_report(results, options.repeats);
+    return failed ? 1 : 0;
+}

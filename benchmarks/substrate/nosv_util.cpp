@@ -1,0 +1,38 @@
+#include "nosv_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace coexec::bench {
+
+void fail(const std::string& message) {
+    std::fprintf(stderr, "coexec-bench-substrate: %s\n", message.c_str());
+    std::fflush(nullptr);
+    ::_exit(1); // also safe from task callbacks and forked children
+}
+
+void check(int rc, const char* what) {
+    if (rc != NOSV_SUCCESS) fail(std::string(what) + ": " + nosv_get_error_string(rc));
+}
+
+void use_segment(const std::string& name, const std::string& extra) {
+    std::string value;
+    if (const char* user = std::getenv("NOSV_CONFIG_OVERRIDE"); user && *user)
+        value = std::string(user) + ",";
+    value += "shared_memory.name=" + name;
+    if (!extra.empty()) value += "," + extra;
+    ::setenv("NOSV_CONFIG_OVERRIDE", value.c_str(), 1);
+}
+
+int strict_cpu(const Options& options) {
+    const int count = nosv_get_num_cpus();
+    const int* cpus = nosv_get_available_cpus();
+    if (count <= 0 || !cpus) fail("coexec reports no CPUs");
+    if (!options.cpu) return cpus[0];
+    for (int i = 0; i < count; ++i)
+        if (cpus[i] == *options.cpu) return *options.cpu;
+    fail("--cpu " + std::to_string(*options.cpu) + " is not a CPU that coexec manages");
+}
+
+} // namespace coexec::bench
