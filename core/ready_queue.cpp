@@ -28,6 +28,18 @@ nosv_task* ReadyQueue::Fifo::pop() {
     return nullptr;
 }
 
+nosv_task* ReadyQueue::Fifo::pop_unbound_at(int priority) {
+    for (auto& [prio, q] : by_priority_) {
+        if (q.empty()) continue;
+        if (prio != priority || q.front()->thread) return nullptr;
+        nosv_task* t = q.front();
+        q.pop_front();
+        --size_;
+        return t;
+    }
+    return nullptr;
+}
+
 bool ReadyQueue::Fifo::remove(nosv_task* t) {
     auto it = by_priority_.begin();
     while (it != by_priority_.end() && it->first != t->priority) ++it;
@@ -50,7 +62,7 @@ int ReadyQueue::Fifo::top_priority() const {
 
 ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
     : counters_(counters), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
-      strict_numa_(size_t(numa_nodes)), preferred_numa_(size_t(numa_nodes)) {}
+      strict_numa_(size_t(numa_nodes)), preferred_numa_(size_t(numa_nodes)), cpus_(cpus) {}
 
 ReadyQueue::Fifo& ReadyQueue::fifo_for(const Placement& w) {
     switch (w.kind) {
@@ -124,6 +136,25 @@ nosv_task* ReadyQueue::pop(int cpu, int numa) {
     nosv_task* t = best->fifo->pop();
     count(best->where, -1);
     return t;
+}
+
+size_t ReadyQueue::pop_batch(int cpu, int numa, nosv_task** out, size_t max) {
+    if (max == 0 || !(out[0] = pop(cpu, numa))) return 0;
+    size_t n = 1;
+    if (out[0]->thread || out[0]->affinity.level != NOSV_AFFINITY_LEVEL_NONE) return n;
+    // Leave at least half of the queue per CPU for the others.
+    size_t extra = std::min(max - 1, any_.size() / size_t(2 * cpus_));
+    while (n <= extra) {
+        nosv_task* t = any_.pop_unbound_at(out[0]->priority);
+        if (!t) break;
+        out[n++] = t;
+    }
+    if (n > 1) count({}, -int(n - 1));
+    return n;
+}
+
+void ReadyQueue::unpop(nosv_task* const* tasks, size_t n) {
+    for (size_t i = n; i-- > 0;) push(tasks[i], {}, true);
 }
 
 } // namespace coexec::core

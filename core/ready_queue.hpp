@@ -23,6 +23,13 @@ class ReadyQueue {
     // null. Strict and preferred matches come first at equal priority; a
     // CPU with nothing of its own steals preferred work of other places.
     nosv_task* pop(int cpu, int numa);
+    // Pops the best task for `cpu` into out[0] and, when it has no placement
+    // and many more such tasks wait, up to `max`-1 more of the same
+    // priority that no thread owns yet, leaving a fair share for the other
+    // CPUs. Returns how many it took.
+    size_t pop_batch(int cpu, int numa, nosv_task** out, size_t max);
+    // Puts tasks taken by pop_batch back in front, in their order.
+    void unpop(nosv_task* const* tasks, size_t n);
     // Removes `task` if it is queued; true if it was.
     bool remove(nosv_task* task, const scheduler::Placement& where);
     // Highest priority ready for `cpu`, or INT_MIN.
@@ -37,6 +44,9 @@ class ReadyQueue {
         nosv_task* pop();
         bool remove(nosv_task* t);
         bool empty() const { return size_ == 0; }
+        size_t size() const { return size_; }
+        // The head, if it has `priority` and no thread; else null.
+        nosv_task* pop_unbound_at(int priority);
         int top_priority() const;
 
       private:
@@ -55,6 +65,7 @@ class ReadyQueue {
     Fifo any_;
     std::vector<Fifo> strict_cpu_, preferred_cpu_, strict_numa_, preferred_numa_;
     long preferred_count_ = 0;
+    int cpus_;
 };
 
 } // namespace coexec::core

@@ -91,6 +91,10 @@ class Runtime {
     Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, nosv_task** next);
     Leave go_unheld(ThreadContext& self, bool can_run);
     nosv_task* pop_own(int cpu);
+    // The next task for a free worker: its batch, else the queue (refilling
+    // the batch when the queue is long).
+    nosv_task* next_for_worker(ThreadContext& self);
+    void return_batch(ThreadContext& self);
     // Blocks until the thread is granted a CPU; returns it, or kNone when
     // the runtime stops.
     int32_t wait_for_cpu(ThreadContext& self);

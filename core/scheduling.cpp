@@ -40,6 +40,25 @@ nosv_task* Runtime::pop_own(int cpu) {
     return queue_->pop(cpu, numa_of_cpu(cpu));
 }
 
+nosv_task* Runtime::next_for_worker(ThreadContext& self) {
+    if (self.has_batch()) return self.batch[self.batch_next++];
+    if (segment()->procs[proc_].ready_total.load(rlx) <= 0) return nullptr;
+    std::lock_guard guard(queue_mutex_);
+    size_t n = queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
+    self.batch_next = n ? 1 : 0;
+    self.batch_end = n;
+    return n ? self.batch[0] : nullptr;
+}
+
+void Runtime::return_batch(ThreadContext& self) {
+    if (!self.has_batch()) return;
+    {
+        std::lock_guard guard(queue_mutex_);
+        queue_->unpop(self.batch + self.batch_next, self.batch_end - self.batch_next);
+    }
+    self.batch_next = self.batch_end = 0;
+}
+
 void Runtime::make_ready(nosv_task* task, bool front) {
     Placement where = placement_of(task->affinity);
     {
@@ -100,6 +119,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
 Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task** next) {
     *next = nullptr;
     const int32_t c = self.cpu;
+    if (!can_run) return_batch(self); // a blocking thread must not sit on work
     if (nosv_task* t = self.immediate) {
         self.immediate = nullptr;
         {
@@ -117,11 +137,12 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task**
         }
         wakes.flush(*segment());
         if (decision == SharedScheduler::Next::Other) {
+            return_batch(self);
             self.cpu = kNone;
             return Leave::Gone;
         }
     }
-    if (nosv_task* t = pop_own(c)) return hand_to(self, t, can_run, next);
+    if (nosv_task* t = can_run ? next_for_worker(self) : pop_own(c)) return hand_to(self, t, can_run, next);
     return go_unheld(self, can_run);
 }
 

@@ -17,6 +17,12 @@ struct ThreadContext {
     nosv_task* assigned = nullptr;  // unbound task handed over with a CPU
     nosv_task* immediate = nullptr; // NOSV_SUBMIT_IMMEDIATE successor
     const nosv_task_type* shown_type = nullptr; // whose label the slot shows
+    // Tasks a worker took from a long queue in one go (see pop_batch); they
+    // go back to the queue before the worker blocks or loses its CPU.
+    static constexpr size_t kBatch = 16;
+    nosv_task* batch[kBatch] = {};
+    size_t batch_next = 0, batch_end = 0;
+    bool has_batch() const { return batch_next < batch_end; }
     bool worker = false;
     bool attached = false;
     cpu_set_t original_mask{}; // restored by detach

@@ -73,6 +73,15 @@ void Runtime::worker_main(ThreadContext& self) {
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
     while (wait_for_cpu(self) != kNone) {
         nosv_task* task = std::exchange(self.assigned, nullptr);
+        // A fresh grant runs this process's work before any new decision:
+        // the turn was just given to us, and with a short quantum deciding
+        // again could hand the CPU straight back.
+        if (!task) {
+            if (nosv_task* t = next_for_worker(self); t && hand_to(self, t, true, &task) == Leave::Gone) {
+                return_to_pool(self);
+                continue;
+            }
+        }
         for (;;) {
             if (stopping_.load(std::memory_order_acquire)) break;
             if (!task) {
@@ -164,6 +173,7 @@ void Runtime::return_to_pool(ThreadContext& self) {
 }
 
 void Runtime::finish_worker(ThreadContext& self) {
+    return_batch(self);
     Segment& s = *segment();
     WakeList wakes;
     {
