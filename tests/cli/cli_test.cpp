@@ -1,0 +1,417 @@
+// The `coexec` command, run as a real process against real segments that
+// real demo workers (libcoexec) create.
+#include "process.hpp"
+
+#include "shm/layout.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
+
+namespace coexec::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kCli = COEXEC_CLI;
+const std::string kWorker = DEMO_WORKER;
+// Prints the loader variables (empty when unset), one per line.
+const std::string kShowLoaderEnv =
+    "echo LD_LIBRARY_PATH=$LD_LIBRARY_PATH; echo LD_PRELOAD=$LD_PRELOAD";
+
+// A segment name no other test uses; its shm object is removed at the end.
+class CliTest : public ::testing::Test {
+  protected:
+    void TearDown() override { shm_unlink(shm_path().c_str()); }
+
+    const std::string& name() const { return name_; }
+    std::string shm_path() const { return "/coexec." + name_ + ".u" + std::to_string(geteuid()); }
+    bool segment_exists() const { return fs::exists("/dev/shm" + shm_path()); }
+
+    // `coexec ARGS... --name <ours>`.
+    Outcome cli(std::vector<std::string> args) const {
+        args.insert(args.begin(), kCli);
+        args.insert(args.end(), {"--name", name_});
+        return run_process(args);
+    }
+
+    // A demo worker on our segment, running until killed.
+    std::unique_ptr<Background> start_worker() const {
+        return std::make_unique<Background>(
+            std::vector<std::string>{kWorker, "--seconds", "60", "--process-name", "cli-worker"},
+            Env{{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + name_}});
+    }
+
+    // Polls `coexec top --once --json` until `accept` holds (or 20 s pass).
+    json top_json_when(const std::function<bool(const json&)>& accept) const {
+        json doc;
+        for (auto until = std::chrono::steady_clock::now() + 20s;
+             std::chrono::steady_clock::now() < until;) {
+            Outcome o = cli({"top", "--once", "--json"});
+            if (o.status == 0) {
+                doc = json::parse(o.out);
+                if (accept(doc)) return doc;
+            }
+            std::this_thread::sleep_for(50ms);
+        }
+        return doc;
+    }
+
+    // Waits until `pid` is registered in our segment.
+    void wait_registered(pid_t pid) const {
+        json doc = top_json_when([&](const json& d) { return find_process(d, pid) != nullptr; });
+        ASSERT_NE(find_process(doc, pid), nullptr)
+            << "worker " << pid << " never joined: " << doc.dump();
+    }
+
+    static const json* find_process(const json& doc, pid_t pid) {
+        if (!doc.contains("processes")) return nullptr;
+        for (const auto& p : doc["processes"])
+            if (p["pid"] == pid) return &p;
+        return nullptr;
+    }
+
+    // Creates our shm object with `bytes` as its contents.
+    void plant_segment(const std::string& bytes) const {
+        int fd = shm_open(shm_path().c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+        close(fd);
+    }
+
+  private:
+    std::string name_ = "clitest-" + std::to_string(getpid()) + "-" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+};
+
+void expect_clean_failure(const Outcome& o, const std::string& needle) {
+    EXPECT_FALSE(o.signaled) << o.err;
+    EXPECT_FALSE(o.timed_out);
+    EXPECT_NE(o.status, 0);
+    EXPECT_NE(o.err.find(needle), std::string::npos) << "stderr: " << o.err;
+}
+
+// ---- help ------------------------------------------------------------------
+
+TEST(CliHelp, EverySubcommandHasHelp) {
+    for (std::string sub : {"", "top", "ps", "info", "reset", "run"}) {
+        std::vector<std::string> argv{kCli};
+        if (!sub.empty()) argv.push_back(sub);
+        argv.push_back("--help");
+        Outcome o = run_process(argv);
+        EXPECT_EQ(o.status, 0) << sub;
+        EXPECT_NE(o.out.find("Usage: coexec" + (sub.empty() ? "" : " " + sub)), std::string::npos)
+            << sub << ": " << o.out;
+    }
+}
+
+// ---- top, ps, info with a live worker ----------------------------------------
+
+TEST_F(CliTest, TopJsonShowsEveryCpuAndTheWorker) {
+    auto worker = start_worker();
+    // The worker keeps 2x CPUs tasks in flight, so it soon runs on some CPU.
+    json doc = top_json_when([&](const json& d) {
+        return std::any_of(d["cpus"].begin(), d["cpus"].end(), [&](const json& c) {
+            return c["pid"] == worker->pid() && c["label"] == "demo";
+        });
+    });
+    ASSERT_TRUE(doc.contains("cpus") && doc.contains("processes")) << doc.dump();
+    ASSERT_FALSE(doc["cpus"].empty());
+    EXPECT_LE(doc["cpus"].size(), size_t(shm::kMaxCpus));
+    std::set<int> seen;
+    const std::set<std::string> states{"free", "running", "idle", "sleeping"};
+    for (const auto& c : doc["cpus"]) {
+        for (const char* key :
+             {"cpu", "system_cpu", "numa", "state", "pid", "tid", "name", "label", "held_ns"})
+            EXPECT_TRUE(c.contains(key)) << key << " missing in " << c.dump();
+        EXPECT_TRUE(states.count(c["state"].get<std::string>())) << c.dump();
+        EXPECT_TRUE(seen.insert(c["cpu"].get<int>()).second) << "cpu listed twice: " << c.dump();
+    }
+    const bool worker_runs =
+        std::any_of(doc["cpus"].begin(), doc["cpus"].end(), [&](const json& c) {
+            return c["pid"] == worker->pid() && c["label"] == "demo" && c["name"] == "cli-worker" &&
+                   c["state"] == "running" && c["tid"].is_number_integer();
+        });
+    EXPECT_TRUE(worker_runs) << doc.dump(1);
+    const json* proc = find_process(doc, worker->pid());
+    ASSERT_NE(proc, nullptr) << doc.dump(1);
+    for (const char* key : {"pid", "name", "cpus", "ready", "cpu_time_ns", "handoffs", "threads"})
+        EXPECT_TRUE(proc->contains(key)) << key;
+    EXPECT_EQ((*proc)["name"], "cli-worker");
+    EXPECT_GE((*proc)["cpus"].get<int>(), 0);
+    EXPECT_GE((*proc)["threads"].get<int>(), 1);
+}
+
+TEST_F(CliTest, PipedTopPrintsSuccessiveSnapshots) {
+    auto worker = start_worker();
+    wait_registered(worker->pid());
+    Outcome o = cli({"top", "--iterations", "3", "--interval", "0.1"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    size_t titles = 0;
+    for (size_t at = o.out.find("coexec top - "); at != std::string::npos;
+         at = o.out.find("coexec top - ", at + 1))
+        ++titles;
+    EXPECT_EQ(titles, 3u) << o.out;
+    EXPECT_EQ(o.out.find("\x1b["), std::string::npos) << "no terminal escapes when piped";
+    EXPECT_NE(o.out.find("%CPU"), std::string::npos) << "later snapshots show the CPU rate";
+}
+
+TEST_F(CliTest, PsListsTheWorker) {
+    auto worker = start_worker();
+    wait_registered(worker->pid());
+    Outcome o = cli({"ps"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("PID"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(std::to_string(worker->pid()) + "  cli-worker"), std::string::npos)
+        << o.out;
+
+    Outcome j = cli({"ps", "--json"});
+    ASSERT_EQ(j.status, 0) << j.err;
+    json procs = json::parse(j.out);
+    ASSERT_EQ(procs.size(), 1u) << j.out;
+    EXPECT_EQ(procs[0]["pid"], worker->pid());
+}
+
+TEST_F(CliTest, InfoShowsTopologyConfigAndUsage) {
+    auto worker = start_worker();
+    wait_registered(worker->pid());
+    Outcome o = cli({"info"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    for (const std::string& needle :
+         {shm_path(), std::string("quantum      20ms"), std::string("governor"),
+          std::string("isolation    user"), std::string("processes    1 of 512"),
+          std::string("recoveries"), std::string("CORE")})
+        EXPECT_NE(o.out.find(needle), std::string::npos) << needle << " missing in:\n" << o.out;
+
+    Outcome j = cli({"info", "--json"});
+    ASSERT_EQ(j.status, 0) << j.err;
+    json info = json::parse(j.out);
+    EXPECT_EQ(info["segment"]["name"], shm_path());
+    EXPECT_EQ(info["usage"]["processes"], 1);
+    EXPECT_EQ(info["config"]["quantum_ns"], 20'000'000);
+    EXPECT_EQ(info["topology"]["cpu_list"].size(), info["topology"]["cpus"].get<size_t>());
+}
+
+TEST_F(CliTest, InfoShowsTheQuantumTheSegmentWasCreatedWith) {
+    Background worker({kWorker, "--seconds", "60"},
+                      Env{{"NOSV_CONFIG_OVERRIDE",
+                           "shared_memory.name=" + name() + ",scheduler.quantum_ns=5000000"}});
+    wait_registered(worker.pid());
+    Outcome o = cli({"info"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("quantum      5ms"), std::string::npos) << o.out;
+}
+
+// ---- reset -------------------------------------------------------------------
+
+TEST_F(CliTest, ResetRefusesWhileAliveAndSucceedsAfterKill) {
+    auto worker = start_worker();
+    wait_registered(worker->pid());
+    Outcome refused = cli({"reset"});
+    expect_clean_failure(refused, std::to_string(worker->pid()));
+    EXPECT_NE(refused.err.find("in use"), std::string::npos) << refused.err;
+    EXPECT_TRUE(segment_exists());
+
+    worker->kill();
+    Outcome done = cli({"reset"});
+    EXPECT_EQ(done.status, 0) << done.err;
+    EXPECT_FALSE(segment_exists());
+    expect_clean_failure(cli({"ps"}), "no coexec segment");
+}
+
+TEST_F(CliTest, ResetWithoutSegmentFails) {
+    expect_clean_failure(cli({"reset"}), "no coexec segment");
+}
+
+// ---- bad segments --------------------------------------------------------------
+
+TEST_F(CliTest, GarbageSegmentGivesClearError) {
+    plant_segment(std::string(sizeof(shm::Segment), '\x5a'));
+    for (std::string sub : {"top", "ps", "info", "reset"}) {
+        std::vector<std::string> args{sub};
+        if (sub == "top") args.push_back("--once");
+        expect_clean_failure(cli(args), "not a coexec segment");
+    }
+    EXPECT_TRUE(segment_exists());
+    EXPECT_EQ(cli({"reset", "--force"}).status, 0);
+    EXPECT_FALSE(segment_exists());
+}
+
+TEST_F(CliTest, TruncatedSegmentGivesClearError) {
+    plant_segment("coexec?");
+    expect_clean_failure(cli({"top", "--once", "--json"}), "truncated");
+}
+
+TEST_F(CliTest, OtherVersionSegmentGivesClearError) {
+    std::string bytes(sizeof(shm::Segment), '\0');
+    auto* header = reinterpret_cast<shm::Header*>(bytes.data());
+    header->magic.store(shm::kMagic);
+    header->abi_version = shm::kAbiVersion + 1;
+    header->total_size = sizeof(shm::Segment);
+    plant_segment(bytes);
+    expect_clean_failure(cli({"info"}), "ABI version");
+    EXPECT_EQ(cli({"reset", "--force"}).status, 0);
+}
+
+TEST_F(CliTest, OutOfRangeCountsAreRefused) {
+    std::string bytes(sizeof(shm::Segment), '\0');
+    auto* header = reinterpret_cast<shm::Header*>(bytes.data());
+    header->magic.store(shm::kMagic);
+    header->abi_version = shm::kAbiVersion;
+    header->total_size = sizeof(shm::Segment);
+    header->cpu_count = shm::kMaxCpus + 1000;
+    plant_segment(bytes);
+    expect_clean_failure(cli({"top", "--once"}), "corrupt");
+}
+
+TEST_F(CliTest, MissingSegmentGivesClearError) {
+    for (std::string sub : {"top", "ps", "info"})
+        expect_clean_failure(cli({sub}), "no coexec segment");
+}
+
+// ---- bad command lines ---------------------------------------------------------
+
+TEST(CliBadInput, UnknownSubcommandAndOptions) {
+    expect_clean_failure(run_process({kCli, "frobnicate"}), "unknown subcommand 'frobnicate'");
+    expect_clean_failure(run_process({kCli, "top", "--bogus"}), "--bogus");
+    expect_clean_failure(run_process({kCli, "top", "--interval", "0"}), "--interval");
+    expect_clean_failure(run_process({kCli, "ps", "--isolation", "nobody"}), "--isolation");
+    expect_clean_failure(run_process({kCli, "ps", "--isolation", "process"}), "process");
+    expect_clean_failure(run_process({kCli, "ps", "--name", "a/b"}), "shared_memory.name");
+    expect_clean_failure(run_process({kCli}), "subcommand");
+}
+
+TEST(CliBadInput, BadConfigurationIsReported) {
+    Outcome o =
+        run_process({kCli, "ps"}, Env{{"NOSV_CONFIG_OVERRIDE", "scheduler.quantum_ns=banana"}});
+    expect_clean_failure(o, "scheduler.quantum_ns");
+}
+
+// ---- run -----------------------------------------------------------------------
+
+// A copy of the CLI in <tmp>/bin, with <tmp>/lib/coexec/ holding only the
+// adapter files a test creates: `run` looks for adapters next to itself.
+class CliRun : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        root_ = fs::temp_directory_path() /
+                ("coexec-clitest-" + std::to_string(getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(root_ / "bin");
+        fs::create_directories(root_ / "lib" / "coexec");
+        fs::copy_file(kCli, cli_path());
+    }
+    void TearDown() override { fs::remove_all(root_); }
+
+    std::string cli_path() const { return (root_ / "bin" / "coexec").string(); }
+    std::string lib() const { return (root_ / "lib").string(); }
+    void add_adapter(const std::string& name, const std::string& file) const {
+        fs::create_directories(root_ / "lib" / "coexec" / name);
+        std::ofstream(root_ / "lib" / "coexec" / name / file) << "";
+    }
+
+    // `coexec run ARGS...` run from the copy, with these environment extras.
+    Outcome run(std::vector<std::string> args, const Env& env = {}) const {
+        args.insert(args.begin(), {cli_path(), "run"});
+        return run_process(args, env);
+    }
+
+    // The value of `var` in `env`-style output, or "(unset)".
+    static std::string env_value(const std::string& out, const std::string& var) {
+        const std::string text = "\n" + out, key = "\n" + var + "=";
+        size_t at = text.find(key);
+        if (at == std::string::npos) return "(unset)";
+        size_t start = at + key.size();
+        return text.substr(start, text.find('\n', start) - start);
+    }
+
+  private:
+    fs::path root_;
+};
+
+TEST_F(CliRun, WithoutAdaptersPutsTheLibraryDirOnThePath) {
+    Outcome o =
+        run({"--", "/usr/bin/env"}, Env{{"LD_LIBRARY_PATH", "/old/path"}, {"LD_PRELOAD", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + ":/old/path");
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), "(unset)");
+}
+
+TEST_F(CliRun, OpenmpDirectoryGoesFirstOnTheLibraryPath) {
+    add_adapter("openmp", "libomp.so.5");
+    Outcome o = run({"--openmp", "--", "/usr/bin/env"}, Env{{"LD_LIBRARY_PATH", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
+}
+
+TEST_F(CliRun, DefaultTakesEveryBuiltAdapter) {
+    add_adapter("openmp", "libomp.so.5");
+    add_adapter("pocl", "libcoexec-pocl.so");
+    // The shell reports what it was given (the loader ignores the empty
+    // stand-in library with a warning on stderr).
+    Outcome o =
+        run({"/bin/sh", "-c", kShowLoaderEnv}, Env{{"LD_LIBRARY_PATH", ""}, {"LD_PRELOAD", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), lib() + "/coexec/pocl/libcoexec-pocl.so");
+}
+
+TEST_F(CliRun, PreloadsAreAddedInFrontOfExistingOnes) {
+    add_adapter("tbb", "libirml.so.1");
+    add_adapter("pocl", "libcoexec-pocl.so");
+    Outcome o = run({"--tbb", "--pocl", "--", "/bin/sh", "-c", kShowLoaderEnv},
+                    Env{{"LD_PRELOAD", "/no/such.so"}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), lib() + "/coexec/tbb/libirml.so.1:" + lib() +
+                                                  "/coexec/pocl/libcoexec-pocl.so:/no/such.so");
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH").rfind(lib(), 0), 0u)
+        << "only lib/, no openmp dir";
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH").find("openmp"), std::string::npos);
+}
+
+TEST_F(CliRun, AbsentAdapterIsAnError) {
+    add_adapter("openmp", "libomp.so.5");
+    Outcome o = run({"--tbb", "--", "/bin/true"});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("tbb adapter is not built"), std::string::npos) << o.err;
+}
+
+TEST_F(CliRun, MissingCommandIsAnError) {
+    Outcome o = run({});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("no command"), std::string::npos) << o.err;
+    EXPECT_EQ(run({"--openmp", "--"}).status, 2);
+}
+
+TEST_F(CliRun, ReturnsTheCommandsExitStatus) {
+    EXPECT_EQ(run({"--", "/bin/sh", "-c", "exit 7"}).status, 7);
+    EXPECT_EQ(run({"/bin/sh", "-c", "exit 0"}).status, 0);
+    Outcome missing = run({"--", "/nonexistent/program"});
+    EXPECT_EQ(missing.status, 127);
+    EXPECT_NE(missing.err.find("cannot run"), std::string::npos) << missing.err;
+}
+
+TEST(CliRunBuilt, RunsAProgramOnTheRealLibrary) {
+    // The real build tree: bin/coexec finds lib/ next to it. Adapters that
+    // are built get preloaded; COEXEC_DISABLE keeps them from starting.
+    Outcome o = run_process({kCli, "run", "--", "/usr/bin/env"}, Env{{"COEXEC_DISABLE", "1"}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    fs::path lib = (fs::path(kCli).parent_path() / ".." / "lib").lexically_normal();
+    EXPECT_NE(o.out.find("LD_LIBRARY_PATH="), std::string::npos);
+    EXPECT_NE(o.out.find(lib.string()), std::string::npos) << o.out;
+}
+
+} // namespace
+} // namespace coexec::clitest

@@ -1,0 +1,42 @@
+// The subcommands of `coexec`. Each returns the process exit status.
+#pragma once
+
+#include "segment_access.hpp"
+
+#include <string>
+#include <vector>
+
+namespace coexec::cli {
+
+struct TopOptions {
+    double interval_s = 1.0;
+    bool once = false;
+    bool json = false;
+    int iterations = 0; // snapshots to show; 0 = until interrupted
+};
+
+// Live (or one-shot) view of CPU ownership and processes.
+int top_command(const GlobalOptions& global, const TopOptions& options);
+
+// One line per process registered in the segment.
+int ps_command(const GlobalOptions& global, bool json);
+
+// Topology, configuration in force and segment usage.
+int info_command(const GlobalOptions& global, bool json);
+
+// Removes the segment once every process that used it is dead; `force`
+// removes it unconditionally (in use, foreign, corrupt, other version).
+int reset_command(const GlobalOptions& global, bool force);
+
+struct RunOptions {
+    bool openmp = false;
+    bool tbb = false;
+    bool pocl = false;
+    std::vector<std::string> command;
+};
+
+// Execs `command` with the chosen adapters' libraries on the loader path;
+// returns only on failure (2: usage, 127: cannot exec).
+int run_command(const RunOptions& options);
+
+} // namespace coexec::cli

@@ -1,0 +1,99 @@
+// The `coexec` command: inspect and manage the shared scheduler, and run
+// programs with the runtime adapters.
+#include "commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace {
+
+using namespace coexec::cli;
+
+// The parsed command line; the callbacks of the subcommands fill `status`.
+struct Cli {
+    GlobalOptions global;
+    TopOptions top;
+    bool json = false;
+    bool force = false;
+    RunOptions run;
+    int status = 0;
+};
+
+void add_global_options(CLI::App& app, Cli& cli) {
+    app.add_option("--name", cli.global.name,
+                   "Segment name (shared_memory.name), instead of the configured one");
+    app.add_option("--isolation", cli.global.isolation,
+                   "Isolation level (shared_memory.isolation_level): user, group or public");
+}
+
+void add_top(CLI::App& app, Cli& cli) {
+    CLI::App* top =
+        app.add_subcommand("top", "Live view of who holds each CPU, and of the processes");
+    top->add_option("--interval", cli.top.interval_s, "Seconds between refreshes")
+        ->check(CLI::Range(0.05, 3600.0))
+        ->capture_default_str();
+    top->add_flag("--once", cli.top.once, "Print one snapshot and exit");
+    top->add_flag("--json", cli.top.json,
+                  "Print JSON (with --once: one document; else one per line)");
+    top->add_option("-n,--iterations", cli.top.iterations,
+                    "Stop after this many snapshots (0: never)")
+        ->check(CLI::NonNegativeNumber);
+    top->callback([&] { cli.status = top_command(cli.global, cli.top); });
+}
+
+void add_reports(CLI::App& app, Cli& cli) {
+    CLI::App* ps = app.add_subcommand("ps", "List the processes using the segment");
+    ps->add_flag("--json", cli.json, "Print JSON");
+    ps->callback([&] { cli.status = ps_command(cli.global, cli.json); });
+
+    CLI::App* info =
+        app.add_subcommand("info", "Show topology, configuration in force and segment usage");
+    info->add_flag("--json", cli.json, "Print JSON");
+    info->callback([&] { cli.status = info_command(cli.global, cli.json); });
+
+    CLI::App* reset = app.add_subcommand("reset", "Remove a segment whose processes are all dead");
+    reset->add_flag("--force", cli.force,
+                    "Remove it even if in use, foreign, corrupt or of another version");
+    reset->callback([&] { cli.status = reset_command(cli.global, cli.force); });
+}
+
+void add_run(CLI::App& app, Cli& cli) {
+    CLI::App* run = app.add_subcommand(
+        "run", "Run a program with the runtime adapters (default: every adapter that is built)");
+    run->footer("Usage: coexec run [--openmp] [--tbb] [--pocl] -- CMD [ARGS...]\n"
+                "Exits with the status of CMD.");
+    run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");
+    run->add_flag("--tbb", cli.run.tbb, "Re-host oneTBB workers");
+    run->add_flag("--pocl", cli.run.pocl, "Re-host PoCL's CPU driver threads");
+    // Everything from the first positional argument on (or after "--") is
+    // the command, options included.
+    run->add_option("command", cli.run.command, "The program to run and its arguments");
+    run->positionals_at_end();
+    run->fallthrough(false);
+    run->callback([&] { cli.status = run_command(cli.run); });
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"coexec: inspect the system-wide scheduler and run programs on it", "coexec"};
+    app.set_version_flag("--version", COEXEC_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough(); // global options are accepted after the subcommand too
+    Cli cli;
+    add_global_options(app, cli);
+    add_top(app, cli);
+    add_reports(app, cli);
+    add_run(app, cli);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // CLI11 reports a mistyped subcommand as a missing one: name it.
+        std::vector<std::string> extra = app.remaining();
+        if (app.get_subcommands().empty() && !extra.empty() && extra.front()[0] != '-') {
+            print_error("unknown subcommand '" + extra.front() + "' (see coexec --help)");
+            return e.get_exit_code();
+        }
+        return app.exit(e);
+    }
+    return cli.status;
+}

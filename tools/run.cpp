@@ -1,0 +1,103 @@
+// `coexec run`: execs a program with the adapters on the loader path.
+#include "commands.hpp"
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+namespace coexec::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How an adapter is injected: its directory on LD_LIBRARY_PATH (the
+// program's own libomp/libgomp resolve to it), or its library in LD_PRELOAD.
+struct Adapter {
+    const char* name;
+    const char* library;
+    bool preload;
+};
+
+constexpr std::array<Adapter, 3> kAdapters{{{"openmp", "libomp.so.5", false},
+                                            {"tbb", "libirml.so.1", true},
+                                            {"pocl", "libcoexec-pocl.so", true}}};
+
+// The directory holding libcoexec.so and coexec/<adapter>/: <exe_dir>/../lib
+// in the build tree (and most install trees), else the install libdir.
+fs::path library_dir() {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    fs::path build_tree = (exe.parent_path() / ".." / "lib").lexically_normal();
+    fs::path installed = (exe.parent_path() / COEXEC_LIBDIR_FROM_BINDIR).lexically_normal();
+    if (!fs::exists(build_tree / "libcoexec.so", ec) && fs::exists(installed / "libcoexec.so", ec))
+        return installed;
+    return build_tree;
+}
+
+// Prepends `first` to the ':'-separated list in variable `name`.
+void prepend_env(const char* name, const std::string& first) {
+    const char* old = std::getenv(name);
+    std::string value = old && *old ? first + ":" + old : first;
+    setenv(name, value.c_str(), 1);
+}
+
+bool requested(const RunOptions& o, const Adapter& a) {
+    std::string_view n = a.name;
+    return (n == "openmp" && o.openmp) || (n == "tbb" && o.tbb) || (n == "pocl" && o.pocl);
+}
+
+// Sets the loader variables for the chosen adapters. With none asked for,
+// takes every adapter that is built. Returns false (after printing why) when
+// an adapter asked for is not built.
+bool set_loader_env(const RunOptions& o, const fs::path& lib) {
+    const bool any = o.openmp || o.tbb || o.pocl;
+    std::string preload;
+    std::string lib_path = lib.string();
+    for (const Adapter& a : kAdapters) {
+        fs::path file = lib / "coexec" / a.name / a.library;
+        bool built = fs::exists(file);
+        if (any && requested(o, a) && !built) {
+            print_error(std::string("run: the ") + a.name + " adapter is not built (" +
+                        file.string() + " does not exist)");
+            return false;
+        }
+        if (!built || (any && !requested(o, a))) continue;
+        if (a.preload)
+            preload += (preload.empty() ? "" : ":") + file.string();
+        else
+            lib_path = file.parent_path().string() + ":" + lib_path;
+    }
+    prepend_env("LD_LIBRARY_PATH", lib_path);
+    if (!preload.empty()) prepend_env("LD_PRELOAD", preload);
+    return true;
+}
+
+} // namespace
+
+int run_command(const RunOptions& options) {
+    if (options.command.empty()) {
+        print_error(
+            "run: no command given (usage: coexec run [--openmp] [--tbb] [--pocl] -- CMD ARGS...)");
+        return 2;
+    }
+    fs::path lib = library_dir();
+    if (lib.empty()) {
+        print_error("run: cannot find the coexec installation (/proc/self/exe unreadable)");
+        return 2;
+    }
+    if (!set_loader_env(options, lib)) return 2;
+    std::vector<char*> argv;
+    for (const auto& arg : options.command)
+        argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    int err = errno;
+    print_error("run: cannot run '" + options.command[0] + "': " + std::strerror(err));
+    return err == ENOENT ? 127 : 126;
+}
+
+} // namespace coexec::cli

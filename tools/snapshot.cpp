@@ -1,0 +1,138 @@
+#include "snapshot.hpp"
+
+#include "core/config.hpp"
+#include "scheduler/shared_scheduler.hpp"
+#include "shm/clock.hpp"
+#include "shm/liveness.hpp"
+#include "shm/segment.hpp"
+
+#include <cstring>
+
+namespace coexec::cli {
+namespace {
+
+using shm::CpuState;
+using shm::kMaxProcs;
+using shm::kMaxThreads;
+
+// Display reads: every field below may be changing under us in another
+// process, so relaxed loads suffice; a stale or torn value only makes one
+// refresh show an odd row, and every index is checked before use.
+constexpr auto rlx = std::memory_order_relaxed;
+
+// Copies a fixed-size, possibly unterminated or torn C string field.
+template <size_t N>
+std::string printable(const char (&field)[N]) {
+    char copy[N];
+    std::memcpy(copy, field, N);
+    std::string out;
+    for (size_t i = 0; i < N && copy[i] != '\0'; ++i)
+        out += (copy[i] >= 0x20 && copy[i] < 0x7f) ? copy[i] : '?';
+    return out;
+}
+
+const char* state_name(CpuState s) {
+    switch (s) {
+    case CpuState::Free:
+        return "free";
+    case CpuState::Running:
+        return "running";
+    case CpuState::Idle:
+        return "idle";
+    case CpuState::Sleeping:
+        return "sleeping";
+    }
+    return "unknown";
+}
+
+bool valid_proc(int32_t p) {
+    return p >= 0 && p < kMaxProcs;
+}
+bool valid_thread(int32_t t) {
+    return t >= 0 && t < kMaxThreads;
+}
+
+CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
+    const shm::CpuSlot& slot = s.cpus[index];
+    CpuRow row;
+    row.cpu = index;
+    row.system_cpu = slot.system_id;
+    row.numa = slot.numa;
+    row.core = slot.core;
+    CpuState state = slot.state.load(rlx);
+    row.state = state_name(state);
+    int32_t proc = slot.owner_proc.load(rlx);
+    int32_t thread = slot.owner_thread.load(rlx);
+    if (state == CpuState::Free || !valid_proc(proc) || !valid_thread(thread)) return row;
+    const shm::ProcSlot& p = s.procs[proc];
+    const shm::ThreadSlot& t = s.threads[thread];
+    row.held = true;
+    row.proc = proc;
+    row.pid = p.pid;
+    row.name = printable(p.name);
+    row.tid = t.tid;
+    row.label = printable(t.label);
+    uint64_t since = slot.since_ns.load(rlx);
+    row.held_ns = now > since ? now - since : 0;
+    return row;
+}
+
+ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
+    const shm::ProcSlot& p = sched.segment().procs[slot];
+    ProcRow row;
+    row.slot = slot;
+    row.pid = p.pid;
+    row.name = printable(p.name);
+    row.ready = p.ready_total.load(rlx);
+    row.cpu_time_ns = sched.cpu_time_ns(slot, now);
+    row.handoffs = p.handoffs.load(rlx);
+    row.threads = p.threads.load(rlx);
+    row.alive = shm::process_alive(p.pid, p.start_time);
+    return row;
+}
+
+SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uint64_t now) {
+    const shm::Header& h = s.header;
+    SegmentInfo info;
+    info.shm_name = shm_name;
+    info.size = h.total_size;
+    info.abi_version = h.abi_version;
+    info.age_ns = h.created_ns != 0 && now > h.created_ns ? now - h.created_ns : 0;
+    info.quantum_ns = h.config.quantum_ns;
+    info.governor = h.config.governor_policy <= 2
+                        ? core::governor_name(core::GovernorPolicy(h.config.governor_policy))
+                        : "unknown";
+    info.governor_spins = h.config.governor_spins;
+    info.isolation = shm::isolation_name(h.config.isolation);
+    info.cpu_count = h.cpu_count;
+    info.numa_count = h.numa_count;
+    for (const auto& t : s.threads)
+        if (t.state.load(rlx) != shm::ThreadState::Unused) ++info.threads_used;
+    info.unheld_cpus = h.unheld_cpus.load(rlx);
+    info.recoveries = h.recoveries.load(rlx);
+    return info;
+}
+
+} // namespace
+
+Snapshot take_snapshot(shm::Segment& segment, const std::string& shm_name) {
+    scheduler::SharedScheduler sched(segment);
+    Snapshot snap;
+    snap.taken_ns = shm::now_ns();
+    snap.segment = segment_info(segment, shm_name, snap.taken_ns);
+    // open_existing() checked cpu_count against kMaxCpus.
+    for (int c = 0; c < segment.header.cpu_count; ++c)
+        snap.cpus.push_back(cpu_row(segment, c, snap.taken_ns));
+    for (int p = 0; p < kMaxProcs; ++p) {
+        if (segment.procs[p].state.load(std::memory_order_acquire) != shm::ProcState::Alive)
+            continue;
+        ProcRow row = proc_row(sched, p, snap.taken_ns);
+        for (const auto& c : snap.cpus)
+            row.cpus += c.held && c.proc == p ? 1 : 0;
+        snap.procs.push_back(row);
+    }
+    snap.segment.procs_used = int(snap.procs.size());
+    return snap;
+}
+
+} // namespace coexec::cli

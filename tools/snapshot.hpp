@@ -1,0 +1,76 @@
+// A point-in-time copy of the segment, taken without its lock, for display.
+#pragma once
+
+#include "shm/layout.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coexec::cli {
+
+// One managed CPU and whoever holds it. Owner fields are set only when
+// `held` is true (state running, idle or sleeping with a valid owner).
+struct CpuRow {
+    int cpu = 0;        // logical index in the segment
+    int system_cpu = 0; // kernel CPU number
+    int numa = 0;       // logical NUMA node
+    int core = 0;       // system id of the core
+    std::string state;  // "free", "running", "idle", "sleeping" or "unknown"
+    bool held = false;
+    int proc = -1; // process slot of the holder
+    int pid = 0;
+    int tid = 0;
+    std::string name;  // process name
+    std::string label; // label of the thread or of the task it runs
+    uint64_t held_ns = 0;
+};
+
+// One process registered in the segment.
+struct ProcRow {
+    int slot = 0;
+    int pid = 0;
+    std::string name;
+    int cpus = 0; // CPUs it holds now
+    int64_t ready = 0;
+    uint64_t cpu_time_ns = 0;
+    uint64_t handoffs = 0;
+    int threads = 0;
+    bool alive = true; // false: died, not reaped yet
+};
+
+// Segment-wide facts and usage.
+struct SegmentInfo {
+    std::string shm_name;
+    uint64_t size = 0;
+    uint32_t abi_version = 0;
+    uint64_t age_ns = 0; // 0 when the segment does not record its creation
+    uint64_t quantum_ns = 0;
+    std::string governor;
+    uint32_t governor_spins = 0;
+    std::string isolation;
+    int cpu_count = 0;
+    int numa_count = 0;
+    int procs_used = 0;
+    int procs_max = shm::kMaxProcs;
+    int threads_used = 0;
+    int threads_max = shm::kMaxThreads;
+    int unheld_cpus = 0;
+    uint64_t recoveries = 0;
+};
+
+struct Snapshot {
+    uint64_t taken_ns = 0; // monotonic clock, comparable across snapshots
+    SegmentInfo segment;
+    std::vector<CpuRow> cpus;
+    std::vector<ProcRow> procs;
+};
+
+// Copies `segment` (already checked by open_existing) into a snapshot; it
+// only reads the segment (non-const because SharedScheduler is).
+// Every index read from the segment is bounds-checked and every string is
+// cut at its field size and made printable, so concurrent writers can make
+// a row stale or odd but never make this read out of bounds.
+Snapshot take_snapshot(shm::Segment& segment, const std::string& shm_name);
+
+} // namespace coexec::cli

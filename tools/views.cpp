@@ -1,0 +1,201 @@
+#include "views.hpp"
+
+#include "table.hpp"
+
+#include <fmt/format.h>
+
+namespace coexec::cli {
+namespace {
+
+using Align = Table::Align;
+using nlohmann::json;
+
+constexpr uint64_t kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000;
+
+uint64_t total_cpu_time(const Snapshot& snap) {
+    uint64_t total = 0;
+    for (const auto& p : snap.procs)
+        total += p.cpu_time_ns;
+    return total;
+}
+
+// CPU time `row`'s process received since `previous`, in percent of one CPU.
+std::string cpu_rate(const ProcRow& row, const Snapshot& snap, const Snapshot& previous) {
+    uint64_t elapsed = snap.taken_ns > previous.taken_ns ? snap.taken_ns - previous.taken_ns : 0;
+    for (const auto& before : previous.procs) {
+        if (before.slot != row.slot || before.pid != row.pid) continue;
+        if (elapsed == 0 || row.cpu_time_ns < before.cpu_time_ns) return "-";
+        return fmt::format("{:.0f}",
+                           100.0 * double(row.cpu_time_ns - before.cpu_time_ns) / double(elapsed));
+    }
+    return "-";
+}
+
+template <typename T>
+json or_null(bool present, const T& value) {
+    return present ? json(value) : json(nullptr);
+}
+
+} // namespace
+
+std::string format_duration(uint64_t ns) {
+    if (ns < kMs) return fmt::format("{}us", ns / kUs);
+    if (ns < kSec) return fmt::format("{}ms", ns / kMs);
+    if (ns < 60 * kSec) return fmt::format("{:.2f}s", double(ns) / double(kSec));
+    uint64_t s = ns / kSec;
+    if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+    return fmt::format("{}h{:02}m", s / 3600, s / 60 % 60);
+}
+
+std::vector<std::string> cpu_table(const Snapshot& snap) {
+    Table t({{"CPU", Align::Right},
+             {"SYS", Align::Right},
+             {"NUMA", Align::Right},
+             {"STATE"},
+             {"PID", Align::Right},
+             {"PROCESS"},
+             {"LABEL"},
+             {"TID", Align::Right},
+             {"HELD", Align::Right}});
+    for (const auto& c : snap.cpus) {
+        std::vector<std::string> cells{std::to_string(c.cpu), std::to_string(c.system_cpu),
+                                       std::to_string(c.numa), c.state};
+        if (c.held)
+            cells.insert(cells.end(), {std::to_string(c.pid), c.name, c.label,
+                                       std::to_string(c.tid), format_duration(c.held_ns)});
+        else
+            cells.insert(cells.end(), {"-", "-", "-", "-", "-"});
+        t.add_row(std::move(cells));
+    }
+    return t.render();
+}
+
+std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* previous, bool share) {
+    std::vector<Table::Column> columns{{"PID", Align::Right},
+                                       {"PROCESS"},
+                                       {"CPUS", Align::Right},
+                                       {"READY", Align::Right},
+                                       {"CPU-TIME", Align::Right}};
+    if (previous) columns.push_back({"%CPU", Align::Right});
+    if (share) columns.push_back({"SHARE", Align::Right});
+    columns.insert(columns.end(), {{"HANDOFFS", Align::Right}, {"THREADS", Align::Right}});
+    Table t(std::move(columns));
+    const uint64_t total = total_cpu_time(snap);
+    for (const auto& p : snap.procs) {
+        std::vector<std::string> cells{std::to_string(p.pid), p.alive ? p.name : p.name + " (dead)",
+                                       std::to_string(p.cpus), std::to_string(p.ready),
+                                       format_duration(p.cpu_time_ns)};
+        if (previous) cells.push_back(cpu_rate(p, snap, *previous));
+        if (share)
+            cells.push_back(
+                total ? fmt::format("{:.1f}%", 100.0 * double(p.cpu_time_ns) / double(total))
+                      : "-");
+        cells.insert(cells.end(), {std::to_string(p.handoffs), std::to_string(p.threads)});
+        t.add_row(std::move(cells));
+    }
+    return t.render();
+}
+
+std::string top_title(const Snapshot& snap) {
+    int running = 0;
+    for (const auto& c : snap.cpus)
+        running += c.state == "running" ? 1 : 0;
+    return fmt::format("coexec top - {} - {} CPU{} ({} running), {} process{}",
+                       snap.segment.shm_name, snap.cpus.size(), snap.cpus.size() == 1 ? "" : "s",
+                       running, snap.procs.size(), snap.procs.size() == 1 ? "" : "es");
+}
+
+std::vector<std::string> info_lines(const Snapshot& snap, const std::string& binding) {
+    const SegmentInfo& s = snap.segment;
+    std::vector<std::string> lines{
+        fmt::format("segment      {} ({:.1f} MiB, ABI version {}{})", s.shm_name,
+                    double(s.size) / (1024.0 * 1024.0), s.abi_version,
+                    s.age_ns ? ", created " + format_duration(s.age_ns) + " ago" : ""),
+        fmt::format("isolation    {}", s.isolation),
+        fmt::format("quantum      {}", format_duration(s.quantum_ns)),
+        fmt::format("governor     {} ({} spins before sleeping)", s.governor, s.governor_spins),
+        fmt::format("binding      {} (configured)", binding),
+        fmt::format("processes    {} of {}", s.procs_used, s.procs_max),
+        fmt::format("threads      {} of {} slots", s.threads_used, s.threads_max),
+        fmt::format("unheld CPUs  {} of {}", s.unheld_cpus, s.cpu_count),
+        fmt::format("recoveries   {} (lock repairs after a holder died)", s.recoveries),
+        fmt::format("topology     {} CPU{}, {} NUMA node{}", s.cpu_count,
+                    s.cpu_count == 1 ? "" : "s", s.numa_count, s.numa_count == 1 ? "" : "s"),
+    };
+    Table t({{"CPU", Align::Right},
+             {"SYS", Align::Right},
+             {"NUMA", Align::Right},
+             {"CORE", Align::Right}});
+    for (const auto& c : snap.cpus)
+        t.add_row({std::to_string(c.cpu), std::to_string(c.system_cpu), std::to_string(c.numa),
+                   std::to_string(c.core)});
+    for (auto& line : t.render())
+        lines.push_back("  " + line);
+    return lines;
+}
+
+json cpus_json(const Snapshot& snap) {
+    json cpus = json::array();
+    for (const auto& c : snap.cpus)
+        cpus.push_back({{"cpu", c.cpu},
+                        {"system_cpu", c.system_cpu},
+                        {"numa", c.numa},
+                        {"core", c.core},
+                        {"state", c.state},
+                        {"pid", or_null(c.held, c.pid)},
+                        {"name", or_null(c.held, c.name)},
+                        {"tid", or_null(c.held, c.tid)},
+                        {"label", or_null(c.held, c.label)},
+                        {"held_ns", or_null(c.held, c.held_ns)}});
+    return cpus;
+}
+
+json processes_json(const Snapshot& snap) {
+    json procs = json::array();
+    for (const auto& p : snap.procs)
+        procs.push_back({{"pid", p.pid},
+                         {"name", p.name},
+                         {"cpus", p.cpus},
+                         {"ready", p.ready},
+                         {"cpu_time_ns", p.cpu_time_ns},
+                         {"handoffs", p.handoffs},
+                         {"threads", p.threads},
+                         {"alive", p.alive}});
+    return procs;
+}
+
+json top_json(const Snapshot& snap) {
+    return {{"segment", snap.segment.shm_name},
+            {"cpus", cpus_json(snap)},
+            {"processes", processes_json(snap)}};
+}
+
+json info_json(const Snapshot& snap, const std::string& binding) {
+    const SegmentInfo& s = snap.segment;
+    json topology = json::array();
+    for (const auto& c : snap.cpus)
+        topology.push_back(
+            {{"cpu", c.cpu}, {"system_cpu", c.system_cpu}, {"numa", c.numa}, {"core", c.core}});
+    return {{"segment",
+             {{"name", s.shm_name},
+              {"size", s.size},
+              {"abi_version", s.abi_version},
+              {"age_ns", or_null(s.age_ns != 0, s.age_ns)}}},
+            {"config",
+             {{"quantum_ns", s.quantum_ns},
+              {"governor", s.governor},
+              {"governor_spins", s.governor_spins},
+              {"isolation", s.isolation},
+              {"binding", binding}}},
+            {"usage",
+             {{"processes", s.procs_used},
+              {"max_processes", s.procs_max},
+              {"threads", s.threads_used},
+              {"max_threads", s.threads_max},
+              {"unheld_cpus", s.unheld_cpus},
+              {"lock_recoveries", s.recoveries}}},
+            {"topology",
+             {{"cpus", s.cpu_count}, {"numa_nodes", s.numa_count}, {"cpu_list", topology}}}};
+}
+
+} // namespace coexec::cli

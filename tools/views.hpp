@@ -1,0 +1,36 @@
+// What the commands print: text tables and JSON documents of a snapshot.
+#pragma once
+
+#include "snapshot.hpp"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace coexec::cli {
+
+// "850us", "12ms", "3.25s", "4m05s", "2h07m".
+std::string format_duration(uint64_t ns);
+
+// The per-CPU table of `coexec top`.
+std::vector<std::string> cpu_table(const Snapshot& snap);
+
+// The per-process table of `coexec top` and `coexec ps`. With `previous`
+// (an earlier snapshot) adds a %CPU column: CPU time received since then,
+// in percent of one CPU. `share` adds each process's share of the CPU time
+// received by all listed processes.
+std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* previous, bool share);
+
+// The summary line at the top of `coexec top`.
+std::string top_title(const Snapshot& snap);
+
+// `coexec info` as text lines. `binding` is the configured topology.binding.
+std::vector<std::string> info_lines(const Snapshot& snap, const std::string& binding);
+
+// JSON documents. Absent owners are null. Schema in docs/cli.md.
+nlohmann::json cpus_json(const Snapshot& snap);
+nlohmann::json processes_json(const Snapshot& snap);
+nlohmann::json top_json(const Snapshot& snap);
+nlohmann::json info_json(const Snapshot& snap, const std::string& binding);
+
+} // namespace coexec::cli
