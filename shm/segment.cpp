@@ -1,5 +1,6 @@
 #include "segment.hpp"
 
+#include "clock.hpp"
 #include "robust_mutex.hpp"
 
 #include <cerrno>
@@ -43,6 +44,7 @@ void format(Segment& s, const SegmentOptions& options) {
     h.max_procs = kMaxProcs;
     h.max_threads = kMaxThreads;
     h.max_numa = kMaxNuma;
+    h.created_ns = now_ns();
     h.config.isolation = options.isolation;
     robust_mutex_init(h.lock);
     h.thread_free_head = 0;
