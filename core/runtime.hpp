@@ -73,6 +73,9 @@ class Runtime {
     void make_ready(nosv_task* task, bool front);
     // Gives an unheld CPU to this process's work when one exists.
     void kick(const scheduler::Placement& where);
+    // The same for a task that lives on its own thread (attached, or
+    // resumed): the CPU goes straight to that thread.
+    void kick_thread(nosv_task* task, const scheduler::Placement& where);
     // Keeps one pool worker available to receive CPUs from other processes.
     void ensure_receiver();
     bool spawn_worker();
@@ -91,6 +94,8 @@ class Runtime {
     Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, nosv_task** next);
     Leave go_unheld(ThreadContext& self, bool can_run);
     nosv_task* pop_own(int cpu);
+    // Whether `self` is the Running holder of `cpu` (for assertions).
+    bool holds(const ThreadContext& self, int32_t cpu) const;
     // The next task for a free worker: its batch, else the queue (refilling
     // the batch when the queue is long).
     nosv_task* next_for_worker(ThreadContext& self);

@@ -4,6 +4,8 @@
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 
+#include <cassert>
+#include <utility>
 #include <pthread.h>
 #include <sched.h>
 
@@ -40,7 +42,16 @@ nosv_task* Runtime::pop_own(int cpu) {
     return queue_->pop(cpu, numa_of_cpu(cpu));
 }
 
+bool Runtime::holds(const ThreadContext& self, int32_t cpu) const {
+    const CpuSlot& slot = segment()->cpus[cpu];
+    return cpu != kNone && slot.owner_thread.load(rlx) == self.slot &&
+           slot.state.load(rlx) == CpuState::Running;
+}
+
 nosv_task* Runtime::next_for_worker(ThreadContext& self) {
+    // A task handed over with the CPU comes first, whichever path the grant
+    // reached us on (a pool wait, or an idle hold we were just evicted from).
+    if (self.assigned) return std::exchange(self.assigned, nullptr);
     if (self.has_batch()) return self.batch[self.batch_next++];
     if (segment()->procs[proc_].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_mutex_);
@@ -65,8 +76,33 @@ void Runtime::make_ready(nosv_task* task, bool front) {
         std::lock_guard guard(queue_mutex_);
         queue_->push(task, where, front);
     }
+    // Another process hands us a CPU through a pool thread, even for a task
+    // that lives on its own thread: keep one.
     ensure_receiver();
-    kick(where);
+    if (task->thread) kick_thread(task, where);
+    else kick(where);
+}
+
+void Runtime::kick_thread(nosv_task* task, const Placement& where) {
+    Segment& s = *segment();
+    // Dekker with go_unheld(), as in kick().
+    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return;
+    WakeList wakes;
+    {
+        auto lock = sched_->lock(wakes);
+        int32_t c = sched_->find_unheld_cpu(proc_, where);
+        if (c != kNone) {
+            // Lock order: segment, then queue. If someone popped the task
+            // meanwhile, its CPU is already on the way.
+            bool removed;
+            {
+                std::lock_guard guard(queue_mutex_);
+                removed = queue_->remove(task, where);
+            }
+            if (removed) sched_->give_unheld_cpu(c, task->thread->slot, wakes);
+        }
+    }
+    wakes.flush(s);
 }
 
 void Runtime::kick(const Placement& where) {
@@ -119,6 +155,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
 Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task** next) {
     *next = nullptr;
     const int32_t c = self.cpu;
+    assert(holds(self, c));
     if (!can_run) return_batch(self); // a blocking thread must not sit on work
     if (nosv_task* t = self.immediate) {
         self.immediate = nullptr;
@@ -148,6 +185,7 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task**
 
 Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run, nosv_task** next) {
     const int32_t c = self.cpu;
+    assert(holds(self, c));
     if (t->thread == &self) {
         // Our own task came back (a yield, or a resume racing the pause).
         *next = t;
@@ -194,6 +232,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
 
 Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
     const int32_t c = self.cpu;
+    assert(holds(self, c));
     WakeList wakes;
     int32_t taker;
     {

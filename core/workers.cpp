@@ -72,15 +72,13 @@ void Runtime::worker_main(ThreadContext& self) {
     segment()->threads[self.slot].tid = int32_t(::gettid());
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
     while (wait_for_cpu(self) != kNone) {
-        nosv_task* task = std::exchange(self.assigned, nullptr);
         // A fresh grant runs this process's work before any new decision:
         // the turn was just given to us, and with a short quantum deciding
         // again could hand the CPU straight back.
-        if (!task) {
-            if (nosv_task* t = next_for_worker(self); t && hand_to(self, t, true, &task) == Leave::Gone) {
-                return_to_pool(self);
-                continue;
-            }
+        nosv_task* task = nullptr;
+        if (nosv_task* t = next_for_worker(self); t && hand_to(self, t, true, &task) == Leave::Gone) {
+            return_to_pool(self);
+            continue;
         }
         for (;;) {
             if (stopping_.load(std::memory_order_acquire)) break;
