@@ -1,0 +1,80 @@
+#include "session.h"
+
+#include <nosv.h>
+#include <nosv/error.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace coexec::tbb_rml {
+
+namespace {
+
+bool env_flag(const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
+}
+
+// Serialises start() and stop(); they run once or twice per process.
+std::mutex& session_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
+} // namespace
+
+void log_line(const char* format, ...) {
+    // Build the whole line first so that concurrent messages do not interleave.
+    char text[512];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    std::fprintf(stderr, "coexec tbb: %s\n", text);
+}
+
+Session& Session::get() {
+    // Never destroyed: worker threads may still use it while exit() runs.
+    static Session* session = new Session();
+    return *session;
+}
+
+Session::Session() : verbose_(env_flag("COEXEC_VERBOSE")) {}
+
+bool Session::start() {
+    std::lock_guard lock(session_mutex());
+    if (active_.load(std::memory_order_relaxed)) return true;
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    if (env_flag("COEXEC_DISABLE")) {
+        log_line("COEXEC_DISABLE is set; TBB uses its own worker threads");
+        failed_.store(true, std::memory_order_relaxed);
+        return false;
+    }
+    const int rc = nosv_init();
+    if (rc != NOSV_SUCCESS) {
+        log_line("cannot start coexec (%s); TBB uses its own worker threads",
+                 nosv_get_error_string(rc));
+        failed_.store(true, std::memory_order_relaxed);
+        return false;
+    }
+    active_.store(true, std::memory_order_release);
+    if (verbose_) log_line("coexec started; %d CPUs managed", nosv_get_num_cpus());
+    return true;
+}
+
+void Session::stop() {
+    std::lock_guard lock(session_mutex());
+    if (!active_.load(std::memory_order_relaxed)) return;
+    if (live_servers_.load(std::memory_order_acquire) > 0) {
+        if (verbose_) log_line("TBB closed while its workers still run; staying joined");
+        return;
+    }
+    active_.store(false, std::memory_order_release);
+    nosv_shutdown();
+    if (verbose_) log_line("coexec stopped");
+}
+
+} // namespace coexec::tbb_rml

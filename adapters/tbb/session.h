@@ -1,0 +1,46 @@
+// The adapter's connection to coexec: whether it may start, starting it once,
+// stopping it when TBB lets go, and the one-line messages on stderr.
+#pragma once
+
+#include <atomic>
+
+namespace coexec::tbb_rml {
+
+// Process-wide state of the adapter's coexec session. One instance (the
+// entry points use Session::get()); all members are thread-safe.
+class Session {
+  public:
+    static Session& get();
+
+    // Joins coexec unless COEXEC_DISABLE=1 or nosv_init() fails; in those
+    // cases prints one line on stderr and returns false. Idempotent.
+    bool start();
+
+    // Leaves coexec if start() joined it and no server is alive any more.
+    // With servers still alive (exit while workers run) it stays joined:
+    // their threads still hold coexec tasks.
+    void stop();
+
+    // True between a successful start() and stop().
+    bool active() const { return active_.load(std::memory_order_acquire); }
+
+    // Servers count themselves so stop() knows whether workers may remain.
+    void server_created() { live_servers_.fetch_add(1, std::memory_order_acq_rel); }
+    void server_destroyed() { live_servers_.fetch_sub(1, std::memory_order_acq_rel); }
+
+    // COEXEC_VERBOSE=1 was set when the library loaded.
+    bool verbose() const { return verbose_; }
+
+  private:
+    Session();
+
+    const bool verbose_;
+    std::atomic<bool> active_{false};
+    std::atomic<bool> failed_{false};
+    std::atomic<int> live_servers_{0};
+};
+
+// Prints "coexec tbb: <message>" as one line on stderr (printf-style).
+void log_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+} // namespace coexec::tbb_rml
