@@ -28,10 +28,16 @@ nosv_task* ReadyQueue::Fifo::pop() {
     return nullptr;
 }
 
-nosv_task* ReadyQueue::Fifo::pop_unbound_at(int priority) {
+nosv_task* ReadyQueue::Fifo::head() const {
+    for (auto& [prio, q] : by_priority_)
+        if (!q.empty()) return q.front();
+    return nullptr;
+}
+
+nosv_task* ReadyQueue::Fifo::pop_at(int priority) {
     for (auto& [prio, q] : by_priority_) {
         if (q.empty()) continue;
-        if (prio != priority || q.front()->thread) return nullptr;
+        if (prio != priority) return nullptr;
         nosv_task* t = q.front();
         q.pop_front();
         --size_;
@@ -64,43 +70,48 @@ ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
     : counters_(counters), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
       strict_numa_(size_t(numa_nodes)), preferred_numa_(size_t(numa_nodes)), cpus_(cpus) {}
 
-ReadyQueue::Fifo& ReadyQueue::fifo_for(const Placement& w) {
+ReadyQueue::Fifo& ReadyQueue::fifo_for(const nosv_task* task, const Placement& w) {
     switch (w.kind) {
     case Placement::Kind::Cpu: return w.strict ? strict_cpu_[size_t(w.index)] : preferred_cpu_[size_t(w.index)];
     case Placement::Kind::Numa: return w.strict ? strict_numa_[size_t(w.index)] : preferred_numa_[size_t(w.index)];
     case Placement::Kind::Any: break;
     }
-    return any_;
+    return task->thread ? any_bound_ : any_;
 }
 
 void ReadyQueue::count(const Placement& w, int delta) {
     constexpr auto rlx = std::memory_order_relaxed;
-    if (!w.strict || w.kind == Placement::Kind::Any) counters_.ready_any.fetch_add(delta, rlx);
-    else if (w.kind == Placement::Kind::Cpu) counters_.ready_cpu[w.index].fetch_add(delta, rlx);
-    else counters_.ready_numa[w.index].fetch_add(delta, rlx);
+    // Only this queue writes these counters, always under the queue lock, so
+    // a load and a store need no read-modify-write; other threads and
+    // processes only read them.
+    auto add = [&](std::atomic<int64_t>& c, std::memory_order order) { c.store(c.load(rlx) + delta, order); };
+    if (!w.strict || w.kind == Placement::Kind::Any) add(counters_.ready_any, rlx);
+    else if (w.kind == Placement::Kind::Cpu) add(counters_.ready_cpu[w.index], rlx);
+    else add(counters_.ready_numa[w.index], rlx);
     // ready_total last, seq_cst when work appears: it publishes the counter
     // above (readers check ready_total first), and pairs with the seq_cst
     // update of unheld_cpus by a CPU going idle, so one of the two always
     // sees the other (Dekker).
-    counters_.ready_total.fetch_add(delta, delta > 0 ? std::memory_order_seq_cst : rlx);
+    add(counters_.ready_total, delta > 0 ? std::memory_order_seq_cst : rlx);
     if (!w.strict && w.kind != Placement::Kind::Any) preferred_count_ += delta;
 }
 
 void ReadyQueue::count_external(const Placement& where, int delta) { count(where, delta); }
 
 void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
-    fifo_for(where).push(task, front);
+    task->ready_seq = front ? front_seq_-- : back_seq_++;
+    fifo_for(task, where).push(task, front);
     count(where, +1);
 }
 
 bool ReadyQueue::remove(nosv_task* task, const Placement& where) {
-    if (!fifo_for(where).remove(task)) return false;
+    if (!fifo_for(task, where).remove(task)) return false;
     count(where, -1);
     return true;
 }
 
 int ReadyQueue::top_priority(int cpu, int numa) const {
-    int best = any_.top_priority();
+    int best = std::max(any_.top_priority(), any_bound_.top_priority());
     for (const Fifo* f : {&strict_cpu_[size_t(cpu)], &preferred_cpu_[size_t(cpu)],
                           &strict_numa_[size_t(numa)], &preferred_numa_[size_t(numa)]})
         best = std::max(best, f->top_priority());
@@ -114,10 +125,15 @@ nosv_task* ReadyQueue::pop(int cpu, int numa) {
         {&strict_numa_[size_t(numa)], {Placement::Kind::Numa, numa, true}},
         {&preferred_numa_[size_t(numa)], {Placement::Kind::Numa, numa, false}},
         {&any_, {}},
+        {&any_bound_, {}},
     };
     const Slot* best = nullptr;
     for (const Slot& s : local)
         if (!s.fifo->empty() && (!best || s.fifo->top_priority() > best->fifo->top_priority())) best = &s;
+    // Between the two unplaced queues, equal priority goes by arrival.
+    if (best == &local[4] && !any_bound_.empty() && any_bound_.top_priority() == any_.top_priority() &&
+        any_bound_.head()->ready_seq < any_.head()->ready_seq)
+        best = &local[5];
     Slot stolen{};
     if (!best && preferred_count_ > 0) {
         // Preferred work elsewhere may run here rather than wait.
@@ -145,7 +161,7 @@ size_t ReadyQueue::pop_batch(int cpu, int numa, nosv_task** out, size_t max) {
     // Leave at least half of the queue per CPU for the others.
     size_t extra = std::min(max - 1, any_.size() / size_t(2 * cpus_));
     while (n <= extra) {
-        nosv_task* t = any_.pop_unbound_at(out[0]->priority);
+        nosv_task* t = any_.pop_at(out[0]->priority);
         if (!t) break;
         out[n++] = t;
     }

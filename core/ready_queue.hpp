@@ -45,8 +45,10 @@ class ReadyQueue {
         bool remove(nosv_task* t);
         bool empty() const { return size_ == 0; }
         size_t size() const { return size_; }
-        // The head, if it has `priority` and no thread; else null.
-        nosv_task* pop_unbound_at(int priority);
+        // The head, if it has `priority`; else null.
+        nosv_task* pop_at(int priority);
+        // The task pop() would return, or null.
+        nosv_task* head() const;
         int top_priority() const;
 
       private:
@@ -58,11 +60,15 @@ class ReadyQueue {
         Fifo* fifo;
         scheduler::Placement where;
     };
-    Fifo& fifo_for(const scheduler::Placement& where);
+    Fifo& fifo_for(const nosv_task* task, const scheduler::Placement& where);
     void count(const scheduler::Placement& where, int delta);
 
     shm::ProcSlot& counters_;
-    Fifo any_;
+    // Unplaced work: fresh tasks in any_, tasks that live on a thread
+    // (attached or resumed) in any_bound_, so batches never look inside a
+    // task; ready_seq keeps FIFO order between the two.
+    Fifo any_, any_bound_;
+    uint64_t back_seq_ = uint64_t(1) << 62, front_seq_ = (uint64_t(1) << 62) - 1;
     std::vector<Fifo> strict_cpu_, preferred_cpu_, strict_numa_, preferred_numa_;
     long preferred_count_ = 0;
     int cpus_;

@@ -48,6 +48,7 @@ struct alignas(64) nosv_task {
     // worker that began running it); null for a task not yet started.
     coexec::core::ThreadContext* thread = nullptr;
     nosv_task* blocking_waiter = nullptr; // resumed when this task completes
+    uint64_t ready_seq = 0;               // FIFO order among queues (ReadyQueue)
     uint64_t magic = 0;                   // kTaskMagic while alive
     size_t metadata_size = 0;
     // Metadata follows the struct.

@@ -426,3 +426,26 @@ TEST(Api, BadConfigurationFailsInitWithAnError) {
     EXPECT_EQ(nosv_init(), NOSV_ERR_INVALID_PARAMETER);
     EXPECT_EQ(coexec_is_active(), 0);
 }
+
+// Regression: a task handed to a pool worker together with a CPU was lost
+// when that worker had just been evicted from holding an idle CPU. Many
+// short submit-and-wait rounds, alternating CPUs, hit that window.
+TEST(Api, SubmitAndWaitRoundsNeverLoseATask) {
+    Instance in;
+    nosv_task_type_t type = make_type();
+    int ncpu = nosv_get_num_cpus();
+    int* cpus = nosv_get_available_cpus();
+    for (int round = 0; round < 3000; ++round) {
+        Countdown cd(2);
+        nosv_task_t any = make_task(type, &cd), pinned = make_task(type, &cd);
+        nosv_affinity_t a = nosv_affinity_get(uint32_t(cpus[round % ncpu]), NOSV_AFFINITY_LEVEL_CPU,
+                                              NOSV_AFFINITY_TYPE_STRICT);
+        nosv_set_task_affinity(pinned, &a);
+        ASSERT_EQ(nosv_submit(any, 0), 0);
+        ASSERT_EQ(nosv_submit(pinned, 0), 0);
+        cd.wait();
+        for (nosv_task_t t : {any, pinned})
+            while (nosv_destroy(t, 0) != 0) nosv_yield(0); // its worker may still be leaving it
+    }
+    nosv_type_destroy(type, 0);
+}

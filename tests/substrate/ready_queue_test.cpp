@@ -1,6 +1,7 @@
 // The private ready queue: priorities, FIFO order, placement, stealing and
 // the shared counters that mirror it.
 #include "core/ready_queue.hpp"
+#include "core/thread_context.hpp"
 
 #include <gtest/gtest.h>
 
@@ -76,4 +77,32 @@ TEST_F(QueueTest, RemoveTakesOutAQueuedTask) {
     EXPECT_FALSE(q.remove(&tasks[0], {}));
     EXPECT_EQ(slot->ready_total.load(), 1);
     EXPECT_EQ(q.pop(0, 0), &tasks[1]);
+}
+
+TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
+    coexec::core::ThreadContext* some_thread = reinterpret_cast<coexec::core::ThreadContext*>(0x1000);
+    tasks[0].thread = some_thread; // a resumed task
+    q.push(t(0), {}, false);
+    q.push(t(1), {}, false);
+    tasks[2].thread = some_thread;
+    q.push(t(2), {}, false);
+    q.push(t(3), {}, true); // UNLOCKED: ahead of everyone of its priority
+    EXPECT_EQ(q.pop(0, 0), &tasks[3]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[1]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[2]);
+}
+
+TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
+    nosv_task many[40];
+    for (auto& m : many) q.push(&m, {}, false);
+    nosv_task* out[16];
+    size_t n = q.pop_batch(0, 0, out, 16);
+    EXPECT_EQ(n, 10u); // 1 + 39 / (2 CPUs * 2)
+    EXPECT_EQ(out[0], &many[0]);
+    EXPECT_EQ(out[9], &many[9]);
+    EXPECT_EQ(slot->ready_total.load(), 30);
+    q.unpop(out + 1, n - 1);
+    EXPECT_EQ(slot->ready_total.load(), 39);
+    EXPECT_EQ(q.pop(0, 0), &many[1]);
 }
