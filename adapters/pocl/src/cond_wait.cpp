@@ -1,0 +1,89 @@
+#include "cond_wait.hpp"
+
+#include "cpu_release.hpp"
+#include "real_pthread.hpp"
+
+#include <coexec/ext.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <ctime>
+
+namespace coexec::pocl {
+namespace {
+
+constexpr long kNsPerSec = 1'000'000'000;
+constexpr long kSliceNs = 2'000;    // one poll: the caller re-checks after this
+constexpr long kRecheckNs = 20'000; // a wait this soon after a poll continues it
+
+long now_ns() {
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * kNsPerSec + t.tv_nsec;
+}
+
+// COEXEC_POCL_SPIN_US, default 100; 0 turns polling off.
+long poll_budget_ns() {
+    static const long ns = [] {
+        const char* v = std::getenv("COEXEC_POCL_SPIN_US");
+        long us = v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : 100;
+        return us > 0 && us < 1'000'000 ? us * 1000 : 0L;
+    }();
+    return ns;
+}
+
+// The waits of one thread on one condition variable that follow each other
+// with only the caller's predicate check in between form one episode, which
+// may poll for poll_budget_ns() in all. Thread-local: no synchronisation.
+struct Episode {
+    const pthread_cond_t* cond = nullptr;
+    long deadline = 0;
+    long last_poll_end = 0;
+};
+thread_local Episode episode;
+
+// Polls on the CPU instead of sleeping, while nobody else wants the CPU:
+// drops the mutex for a slice, takes it again and returns true, which the
+// caller sees as a spurious wake-up and answers by re-checking its
+// predicate. A command that arrives meanwhile is thus picked up without a
+// kernel sleep or a CPU hand-over. Returns false when the episode's budget is
+// spent or the CPU is wanted; the caller must then really wait.
+bool poll_on_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+    const long budget = poll_budget_ns();
+    if (budget == 0) return false;
+    long now = now_ns();
+    Episode& e = episode;
+    if (e.cond != cond || now - e.last_poll_end > kRecheckNs) e = Episode{cond, now + budget, 0};
+    if (now >= e.deadline || coexec_cpu_wanted()) {
+        e.cond = nullptr;
+        return false;
+    }
+    pthread_mutex_unlock(mutex);
+    // sched_yield lets a plain thread queued on this CPU (a host thread
+    // about to enqueue) run first.
+    for (const long end = now + kSliceNs; now_ns() < end && !coexec_cpu_wanted();)
+        sched_yield();
+    pthread_mutex_lock(mutex);
+    e.last_poll_end = now_ns();
+    return true;
+}
+
+} // namespace
+
+int cond_wait_off_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+    if (poll_on_cpu(cond, mutex)) return 0;
+    CpuRelease release;
+    int rc = real_pthread().cond_wait(cond, mutex);
+    release.retake_with_unlocked(mutex);
+    return rc;
+}
+
+int cond_timedwait_off_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                           const struct timespec* deadline) {
+    CpuRelease release;
+    int rc = real_pthread().cond_timedwait(cond, mutex, deadline);
+    release.retake_with_unlocked(mutex);
+    return rc;
+}
+
+} // namespace coexec::pocl

@@ -1,0 +1,35 @@
+// Giving a coexec CPU away around a wait that blocks in the kernel.
+#pragma once
+
+#include <pthread.h>
+
+namespace coexec::pocl {
+
+// True when a blocking call must give the CPU away: the calling thread is a
+// coexec thread (a PoCL worker, or a host thread that another adapter made a
+// coexec thread) and the call comes from PoCL's code (`caller` is the return
+// address of the wrapped call). Every other wait stays untouched.
+bool wait_needs_release(const void* caller);
+
+// While alive, the calling coexec thread holds no CPU: the constructor gives
+// it away (coexec_block_enter), the destructor waits for one again.
+class CpuRelease {
+  public:
+    CpuRelease();
+    ~CpuRelease();
+
+    // For condition variables: the real wait returned with `mutex` locked.
+    // Takes the CPU again *without* holding the mutex, then relocks it, so
+    // that no CPU holder can block on a mutex whose owner waits for a CPU.
+    // Returns like a spurious wake-up, which every cond-wait caller allows.
+    void retake_with_unlocked(pthread_mutex_t* mutex);
+
+    CpuRelease(const CpuRelease&) = delete;
+    CpuRelease& operator=(const CpuRelease&) = delete;
+
+  private:
+    void retake();
+    bool released_ = false;
+};
+
+} // namespace coexec::pocl

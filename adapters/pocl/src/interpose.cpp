@@ -1,0 +1,55 @@
+// The symbols this preload library exports: glibc's pthread calls that PoCL's
+// pthread driver makes, redirected through coexec when PoCL makes them.
+#include "cond_wait.hpp"
+#include "cpu_release.hpp"
+#include "pocl_modules.hpp"
+#include "real_pthread.hpp"
+#include "session.hpp"
+#include "worker_thread.hpp"
+
+#include <pthread.h>
+
+using namespace coexec::pocl;
+
+#define COEXEC_POCL_EXPORT extern "C" __attribute__((visibility("default")))
+#define COEXEC_POCL_CALLER() __builtin_extract_return_addr(__builtin_return_address(0))
+
+// Threads that PoCL's pthread driver starts become coexec threads; the creator
+// is recognised by the library its call comes from.
+COEXEC_POCL_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                      void* (*start)(void*), void* arg) {
+    if (module_of(COEXEC_POCL_CALLER()) == Module::PoclPthread && Session::instance().start())
+        return create_worker(thread, attr, start, arg);
+    return real_pthread().create(thread, attr, start, arg);
+}
+
+// PoCL joins its workers at device teardown; a coexec host thread must not
+// hold its CPU meanwhile, since the workers need one to finish.
+COEXEC_POCL_EXPORT int pthread_join(pthread_t thread, void** result) {
+    if (!wait_needs_release(COEXEC_POCL_CALLER())) return real_pthread().join(thread, result);
+    CpuRelease release;
+    return real_pthread().join(thread, result);
+}
+
+// Idle workers park here, and host threads wait here in clFinish and
+// clWaitForEvents: neither may keep a coexec CPU while asleep.
+COEXEC_POCL_EXPORT int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+    if (!wait_needs_release(COEXEC_POCL_CALLER())) return real_pthread().cond_wait(cond, mutex);
+    return cond_wait_off_cpu(cond, mutex);
+}
+
+// The timed variant of the waits above (libpocl.so uses it for events).
+COEXEC_POCL_EXPORT int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                                              const struct timespec* deadline) {
+    if (!wait_needs_release(COEXEC_POCL_CALLER()))
+        return real_pthread().cond_timedwait(cond, mutex, deadline);
+    return cond_timedwait_off_cpu(cond, mutex, deadline);
+}
+
+// PoCL's start-up barrier: the host waits for every worker, and the workers
+// need CPUs to get there.
+COEXEC_POCL_EXPORT int pthread_barrier_wait(pthread_barrier_t* barrier) {
+    if (!wait_needs_release(COEXEC_POCL_CALLER())) return real_pthread().barrier_wait(barrier);
+    CpuRelease release;
+    return real_pthread().barrier_wait(barrier);
+}

@@ -1,0 +1,55 @@
+#include "session.hpp"
+
+#include <nosv.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace coexec::pocl {
+namespace {
+
+bool env_flag(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+
+} // namespace
+
+Session& Session::instance() {
+    static Session session;
+    return session;
+}
+
+Session::Session() : verbose_(env_flag("COEXEC_VERBOSE")) {}
+
+Session::~Session() {
+    // Workers still parked in PoCL (it does not join them at exit) belong to a
+    // coexec instance that process exit reclaims; shutting down under them
+    // would pull the task state from threads that are still alive.
+    if (active_ && live_workers_.load(std::memory_order_relaxed) == 0) nosv_shutdown();
+}
+
+bool Session::start() {
+    // call_once publishes active_ to every caller that returns from it.
+    std::call_once(once_, [this] { start_once(); });
+    return active_;
+}
+
+void Session::start_once() {
+    if (env_flag("COEXEC_DISABLE")) {
+        std::fprintf(stderr, "coexec-pocl: COEXEC_DISABLE is set, PoCL keeps its own threads\n");
+        return;
+    }
+    int rc = nosv_init();
+    if (rc != NOSV_SUCCESS) {
+        std::fprintf(stderr,
+                     "coexec-pocl: coexec could not start (%s), PoCL keeps its own threads\n",
+                     nosv_get_error_string(rc));
+        return;
+    }
+    active_ = true;
+    if (verbose_) std::fprintf(stderr, "coexec-pocl: PoCL's pthread workers run on coexec\n");
+}
+
+} // namespace coexec::pocl
