@@ -260,3 +260,7 @@ COEXEC_API int coexec_cpu_wanted(void) {
 }
 
 COEXEC_API int coexec_is_active(void) { return Runtime::get() != nullptr; }
+
+COEXEC_API int coexec_init_quiet(void) { return Runtime::init(true); }
+
+COEXEC_API const char* coexec_last_error(void) { return Runtime::last_error(); }

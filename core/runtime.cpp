@@ -20,8 +20,10 @@ std::atomic<Runtime*> Runtime::instance_{nullptr};
 
 namespace {
 
-// Nesting of nosv_init/nosv_shutdown; guarded by init_mutex().
+// Nesting of nosv_init/nosv_shutdown, and why the last init failed; both
+// guarded by init_mutex(). Part of the one per-process runtime state.
 int g_nesting = 0;
+std::string g_last_error;
 
 std::mutex& init_mutex() {
     static std::mutex m;
@@ -96,8 +98,19 @@ int Runtime::logical_numa(int system_id) const {
     return -1;
 }
 
-int Runtime::init() {
+const char* Runtime::last_error() {
     std::lock_guard guard(init_mutex());
+    return g_last_error.c_str();
+}
+
+void Runtime::fail_reason(const std::string& why, bool quiet) {
+    g_last_error = why; // init_mutex() is held by init()
+    if (!quiet) warn(why);
+}
+
+int Runtime::init(bool quiet) {
+    std::lock_guard guard(init_mutex());
+    g_last_error.clear();
     if (g_nesting > 0) {
         ++g_nesting;
         return NOSV_SUCCESS;
@@ -110,7 +123,7 @@ int Runtime::init() {
         });
     });
     std::unique_ptr<Runtime> rt(new Runtime);
-    int rc = rt->start();
+    int rc = rt->start(quiet);
     if (rc != NOSV_SUCCESS) return rc;
     instance_.store(rt.release(), std::memory_order_release);
     g_nesting = 1;
@@ -128,17 +141,17 @@ int Runtime::shutdown() {
     return NOSV_SUCCESS;
 }
 
-int Runtime::start() {
+int Runtime::start(bool quiet) {
     ConfigResult cr = load_config(config_);
     for (auto& w : cr.warnings) warn(w);
     if (!cr.ok) {
-        warn(cr.error);
+        fail_reason(cr.error, quiet);
         return NOSV_ERR_INVALID_PARAMETER;
     }
     std::vector<scheduler::CpuInfo> cpus;
     std::string topo_error;
     if (!scheduler::discover_cpus(config_.binding, cpus, topo_error)) {
-        warn(topo_error);
+        fail_reason(topo_error, quiet);
         return NOSV_ERR_INVALID_PARAMETER;
     }
     if (cpus.size() > size_t(kMaxCpus)) cpus.resize(size_t(kMaxCpus));
@@ -153,7 +166,7 @@ int Runtime::start() {
     SegmentError error;
     mapping_ = SegmentMapping::open(options, error);
     if (!mapping_) {
-        warn(error.message);
+        fail_reason(error.message, quiet);
         return error.kind == SegmentError::Kind::Permission ? NOSV_ERR_INVALID_OPERATION : NOSV_ERR_UNKNOWN;
     }
     Segment& s = *mapping_.get();
@@ -173,7 +186,8 @@ int Runtime::start() {
     }
     wakes.flush(s);
     if (proc_ == kNone) {
-        warn("the shared segment has no free process slot (" + std::to_string(kMaxProcs) + " in use)");
+        fail_reason("the shared segment has no free process slot (" + std::to_string(kMaxProcs) + " in use)",
+                    quiet);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
     for (int c = 0; c < s.header.cpu_count; ++c) cpu_system_ids_.push_back(s.cpus[c].system_id);

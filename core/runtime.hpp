@@ -22,8 +22,10 @@ namespace coexec::core {
 
 class Runtime {
   public:
-    // Joins the instance (nesting). Returns a nosv error code.
-    static int init();
+    // Joins the instance (nesting). Returns a nosv error code; why it failed
+    // is printed, or only kept for last_error() when `quiet`.
+    static int init(bool quiet = false);
+    static const char* last_error();
     // Leaves it when the nesting count reaches zero.
     static int shutdown();
     // The runtime, or null before init / after the last shutdown.
@@ -65,7 +67,9 @@ class Runtime {
 
   private:
     Runtime() = default;
-    int start();
+    int start(bool quiet);
+    // Reports why start() fails (printed unless quiet) and keeps it.
+    void fail_reason(const std::string& why, bool quiet);
     void stop();
     void monitor_main();
 

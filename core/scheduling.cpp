@@ -90,7 +90,7 @@ void Runtime::kick_thread(nosv_task* task, const Placement& where) {
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
-        int32_t c = sched_->find_unheld_cpu(proc_, where);
+        int32_t c = sched_->find_unheld_cpu(proc_, where, task->thread->pinned);
         if (c != kNone) {
             // Lock order: segment, then queue. If someone popped the task
             // meanwhile, its CPU is already on the way.
@@ -102,7 +102,8 @@ void Runtime::kick_thread(nosv_task* task, const Placement& where) {
             if (removed) sched_->give_unheld_cpu(c, task->thread->slot, wakes);
         }
     }
-    wakes.flush(s);
+    ThreadContext* self = this_thread_context();
+    wakes.flush(s, self ? self->slot : kNone);
 }
 
 void Runtime::kick(const Placement& where) {

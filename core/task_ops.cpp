@@ -181,7 +181,11 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     }
     wakes.flush(*segment());
     if (ctx->slot == kNone) return NOSV_ERR_OUT_OF_MEMORY;
-    nosv_task* t = new_task(&external_type_, 0);
+    // Each attached thread's task has a type of its own, so that the type's
+    // label is the attach label (as nosv_get_task_type_label reports it).
+    ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
+    if (label) ctx->attach_type->label = label;
+    nosv_task* t = new_task(ctx->attach_type.get(), 0);
     if (!t) {
         auto lock = sched_->lock(wakes);
         sched_->free_thread(ctx->slot);
@@ -191,7 +195,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     t->thread = ctx.get();
     t->state.store(TaskState::Ready, rel);
     ctx->current = t;
-    ctx->shown_type = &external_type_; // the slot already shows the attach label
+    ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
     ThreadContext* raw = ctx.release();
     this_thread_context() = raw;
     make_ready(t, false);

@@ -4,6 +4,7 @@
 #include "core/task.hpp"
 #include "shm/layout.hpp"
 
+#include <memory>
 #include <sched.h>
 #include <thread>
 
@@ -26,6 +27,7 @@ struct ThreadContext {
     bool worker = false;
     bool attached = false;
     cpu_set_t original_mask{}; // restored by detach
+    std::unique_ptr<nosv_task_type> attach_type; // carries the attach label
     std::thread thread;        // workers only
 };
 

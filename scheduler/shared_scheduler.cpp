@@ -370,6 +370,37 @@ int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
     return kNone;
 }
 
+int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const {
+    if (prefer >= 0 && prefer < cpu_count() && s_.cpus[prefer].state.load(rlx) != CpuState::Running &&
+        where.allows(s_.cpus[prefer], prefer))
+        return prefer;
+    int32_t best = kNone;
+    int best_rank = 3;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        CpuState st = cpu.state.load(rlx);
+        if (st == CpuState::Running || !where.allows(cpu, c)) continue;
+        int rank = st == CpuState::Free ? 0 : cpu.owner_proc.load(rlx) == proc ? 1 : 2;
+        if (!where.strict && where.kind == Placement::Kind::Cpu && where.index == c) rank = -1;
+        if (rank < best_rank) {
+            best = c;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+void SharedScheduler::give_unheld_cpu(int32_t c, int32_t thread, WakeList& wakes) {
+    CpuSlot& cpu = s_.cpus[c];
+    evict_holder(cpu);
+    int32_t proc = s_.threads[thread].proc;
+    if (cpu.turn_proc.load(rlx) != proc) {
+        cpu.turn_proc.store(proc, rlx);
+        cpu.turn_start_ns.store(now_ns(), rlx);
+    }
+    grant(c, thread, wakes);
+}
+
 void SharedScheduler::distribute_free(WakeList& wakes) {
     for (int32_t c = 0; c < cpu_count(); ++c)
         if (s_.cpus[c].state.load(rlx) == CpuState::Free) offer(c, wakes);

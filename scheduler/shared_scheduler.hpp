@@ -79,6 +79,12 @@ class SharedScheduler {
     // pool threads (evicting another process's idle holder). Returns the CPU,
     // or kNone if none is unheld or `proc` has no pool thread for it.
     int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes);
+    // Locked. An unheld CPU allowed by `where`: `prefer` if it is unheld,
+    // else Free first, then one held idle by `proc`, then any; or kNone.
+    int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer = shm::kNone) const;
+    // Locked. Gives unheld `cpu` to `thread` directly; a holder goes back to
+    // its pool.
+    void give_unheld_cpu(int32_t cpu, int32_t thread, WakeList& wakes);
     // Locked. `cpu` is unheld (Free, or held idle): gives it, round-robin,
     // to a process with work for it: to that process's idle holder of it,
     // or to one of its pool threads (evicting any other holder). Returns the

@@ -14,9 +14,11 @@ class WakeList {
     void add(int32_t thread) {
         if (count_ < items_.size()) items_[count_++] = thread;
     }
-    // Wakes every listed thread of `segment` and empties the list.
-    void flush(shm::Segment& segment) {
-        for (size_t i = 0; i < count_; ++i) shm::futex_wake(segment.threads[items_[i]].word);
+    // Wakes every listed thread of `segment` but `self` (the caller, which
+    // looks at its grant without sleeping) and empties the list.
+    void flush(shm::Segment& segment, int32_t self = shm::kNone) {
+        for (size_t i = 0; i < count_; ++i)
+            if (items_[i] != self) shm::futex_wake(segment.threads[items_[i]].word);
         count_ = 0;
     }
     bool empty() const { return count_ == 0; }

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <coexec/ext.h>
 #include <nosv.h>
 #include <nosv/error.h>
 
@@ -53,10 +54,9 @@ bool Session::start() {
         failed_.store(true, std::memory_order_relaxed);
         return false;
     }
-    const int rc = nosv_init();
+    const int rc = coexec_init_quiet();
     if (rc != NOSV_SUCCESS) {
-        log_line("cannot start coexec (%s); TBB uses its own worker threads",
-                 nosv_get_error_string(rc));
+        log_line("cannot start coexec (%s); TBB uses its own worker threads", coexec_last_error());
         failed_.store(true, std::memory_order_relaxed);
         return false;
     }

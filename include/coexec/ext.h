@@ -29,6 +29,15 @@ int coexec_cpu_wanted(void);
  * succeeded and the last nosv_shutdown() has not run yet). */
 int coexec_is_active(void);
 
+/* Like nosv_init(), but prints nothing when it fails: the reason is kept
+ * for coexec_last_error(). For adapters, which report a failure in one line
+ * of their own. */
+int coexec_init_quiet(void);
+
+/* Why the last nosv_init() or coexec_init_quiet() of this process failed,
+ * in words ("" when it did not). Valid until the next init call. */
+const char *coexec_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 #include "session.hpp"
 
+#include <coexec/ext.h>
 #include <nosv.h>
 
 #include <cstdio>
@@ -41,11 +42,10 @@ void Session::start_once() {
         std::fprintf(stderr, "coexec-pocl: COEXEC_DISABLE is set, PoCL keeps its own threads\n");
         return;
     }
-    int rc = nosv_init();
+    int rc = coexec_init_quiet();
     if (rc != NOSV_SUCCESS) {
-        std::fprintf(stderr,
-                     "coexec-pocl: coexec could not start (%s), PoCL keeps its own threads\n",
-                     nosv_get_error_string(rc));
+        std::fprintf(stderr, "coexec-pocl: coexec could not start (%s), PoCL keeps its own threads\n",
+                     coexec_last_error());
         return;
     }
     active_ = true;
