@@ -77,9 +77,10 @@ class Runtime {
     void make_ready(nosv_task* task, bool front);
     // Gives an unheld CPU to this process's work when one exists.
     void kick(const scheduler::Placement& where);
-    // The same for a task that lives on its own thread (attached, or
-    // resumed): the CPU goes straight to that thread.
-    void kick_thread(nosv_task* task, const scheduler::Placement& where);
+    // For a task that lives on its own thread (attached, or resumed): when
+    // a CPU is unheld it goes straight to that thread, and the task is not
+    // queued. Returns false when it did nothing (no CPU is unheld).
+    bool give_directly(nosv_task* task, const scheduler::Placement& where, bool front);
     // Keeps one pool worker available to receive CPUs from other processes.
     void ensure_receiver();
     bool spawn_worker();

@@ -72,38 +72,39 @@ void Runtime::return_batch(ThreadContext& self) {
 
 void Runtime::make_ready(nosv_task* task, bool front) {
     Placement where = placement_of(task->affinity);
+    // Another process hands us a CPU through a pool thread, even for a task
+    // that lives on its own thread: keep one.
+    ensure_receiver();
+    // A task on its own thread takes an unheld CPU directly, decided before
+    // it is queued: once queued it may run, end and be freed at any time.
+    if (task->thread && give_directly(task, where, front)) return;
     {
         std::lock_guard guard(queue_mutex_);
         queue_->push(task, where, front);
     }
-    // Another process hands us a CPU through a pool thread, even for a task
-    // that lives on its own thread: keep one.
-    ensure_receiver();
-    if (task->thread) kick_thread(task, where);
-    else kick(where);
+    kick(where);
 }
 
-void Runtime::kick_thread(nosv_task* task, const Placement& where) {
+bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front) {
     Segment& s = *segment();
-    // Dekker with go_unheld(), as in kick().
-    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return;
+    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return false;
+    const int32_t slot = task->thread->slot;
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
         int32_t c = sched_->find_unheld_cpu(proc_, where, task->thread->pinned);
         if (c != kNone) {
-            // Lock order: segment, then queue. If someone popped the task
-            // meanwhile, its CPU is already on the way.
-            bool removed;
-            {
-                std::lock_guard guard(queue_mutex_);
-                removed = queue_->remove(task, where);
-            }
-            if (removed) sched_->give_unheld_cpu(c, task->thread->slot, wakes);
+            sched_->give_unheld_cpu(c, slot, wakes);
+        } else {
+            // Queued under the segment lock: a CPU going idle (which takes
+            // that lock) sees this work.
+            std::lock_guard guard(queue_mutex_);
+            queue_->push(task, where, front);
         }
     }
     ThreadContext* self = this_thread_context();
     wakes.flush(s, self ? self->slot : kNone);
+    return true;
 }
 
 void Runtime::kick(const Placement& where) {
