@@ -1,0 +1,312 @@
+// coexec: re-hosting of libomp's threads (see kmp_coexec.h for the contract).
+#include "kmp_coexec.h"
+
+#include <coexec/ext.h>
+#include <nosv.h>
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+std::atomic<int> __kmp_coexec_enabled{0};
+
+namespace {
+
+constexpr const char* kLabel = "openmp";
+
+bool env_is_true(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+bool verbose() {
+    return env_is_true("COEXEC_VERBOSE");
+}
+
+// A scoped pthread mutex lock: std::mutex would pull in the C++ runtime.
+class MutexLock {
+  public:
+    explicit MutexLock(pthread_mutex_t& m) : m_(m) { pthread_mutex_lock(&m_); }
+    ~MutexLock() { pthread_mutex_unlock(&m_); }
+    MutexLock(const MutexLock&) = delete;
+    MutexLock& operator=(const MutexLock&) = delete;
+
+  private:
+    pthread_mutex_t& m_;
+};
+
+// What the process knows about coexec: started or not, how many threads it
+// attached (so the last one out may shut coexec down), and the root policy.
+// A constinit global, not a function-local static: libomp links without the
+// C++ runtime, so the shim must not need guard variables or exceptions.
+class Process {
+  public:
+    static Process& get();
+
+    void start() {
+        MutexLock lock(mutex_);
+        if (tried_) return;
+        tried_ = true;
+        if (forked_child_) return;
+        if (!key_created_) {
+            key_created_ = pthread_key_create(&exit_key_, on_thread_exit) == 0;
+        }
+        if (env_is_true("COEXEC_DISABLE")) {
+            std::fprintf(stderr, "coexec: libomp runs without coexec (COEXEC_DISABLE is set)\n");
+            return;
+        }
+        if (coexec_init_quiet() != NOSV_SUCCESS) {
+            std::fprintf(stderr, "coexec: libomp runs without coexec (%s)\n", coexec_last_error());
+            return;
+        }
+        const char* root = std::getenv("COEXEC_OMP_ROOT");
+        hold_root_ = root != nullptr && std::strcmp(root, "hold") == 0;
+        initialized_ = true;
+        // Relaxed readers are fine: every thread that reads the flag either ran
+        // this (the initialising root) or is ordered after it by libomp's
+        // initialisation lock or by pthread_create of the worker, which also
+        // publishes hold_root_.
+        __kmp_coexec_enabled.store(1, std::memory_order_release);
+        if (verbose())
+            std::fprintf(stderr, "coexec: libomp re-hosted on coexec (root policy: %s)\n",
+                         hold_root_ ? "hold" : "region");
+    }
+
+    // Shuts coexec down once nothing is attached; otherwise leaves it to the
+    // process exit (coexec reclaims what a finished process held).
+    void finalize() {
+        MutexLock lock(mutex_);
+        if (!initialized_ || attached_.load(std::memory_order_acquire) != 0) return;
+        __kmp_coexec_enabled.store(0, std::memory_order_relaxed);
+        initialized_ = false;
+        tried_ = false; // a later re-initialisation (after omp_pause) may start again
+        nosv_shutdown();
+    }
+
+    // The child of fork() is not registered with coexec: keep it stock.
+    void forget_after_fork() {
+        pthread_mutex_init(&mutex_, nullptr); // the parent may have held it
+        forked_child_ = true;
+        initialized_ = false;
+        tried_ = true;
+        attached_.store(0, std::memory_order_relaxed);
+        __kmp_coexec_enabled.store(0, std::memory_order_relaxed);
+        if (verbose())
+            std::fprintf(stderr, "coexec: libomp runs without coexec in this fork() child\n");
+    }
+
+    bool hold_root() const { return hold_root_; }
+    // Arms the thread-exit hook, so a root thread that ends detaches itself.
+    void watch_exit(void* value) {
+        if (key_created_) pthread_setspecific(exit_key_, value);
+    }
+    // Counted so finalize() knows when no thread holds a task any more. The
+    // release on detach pairs with finalize()'s acquire: a detach that
+    // finalize() counts has finished with coexec before shutdown starts.
+    void attached() { attached_.fetch_add(1, std::memory_order_relaxed); }
+    void detached() { attached_.fetch_sub(1, std::memory_order_release); }
+
+  private:
+    static void on_thread_exit(void* slot);
+
+    pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
+    pthread_key_t exit_key_{};
+    bool key_created_ = false;
+    bool tried_ = false;
+    bool initialized_ = false;
+    bool forked_child_ = false;
+    bool hold_root_ = false;
+    std::atomic<int> attached_{0};
+};
+
+// none: not seen yet; worker/root: attached by us; foreign: a coexec thread
+// attached by someone else; plain: stays outside coexec.
+enum class Role { none, worker, root, foreign, plain };
+
+// The calling thread's relation to coexec. Only its own thread touches it.
+class ThreadSlot {
+  public:
+    // Marks the thread as inside a libcoexec call: the sleep and yield
+    // wrappers then pass straight through (libcoexec may sleep internally).
+    class Inside {
+      public:
+        explicit Inside(ThreadSlot& s) : s_(s) { ++s_.inside_; }
+        ~Inside() { --s_.inside_; }
+        Inside(const Inside&) = delete;
+        Inside& operator=(const Inside&) = delete;
+
+      private:
+        ThreadSlot& s_;
+    };
+    bool inside_coexec() const { return inside_ != 0; }
+
+    Role role() const { return role_; }
+    bool holds_cpu() const { return holds_; }
+    int& depth() { return depth_; }
+
+    // Becomes a coexec thread, unless it already is one (then it is foreign:
+    // someone else attached it, it runs on a CPU it holds, and we must never
+    // pause or detach it).
+    void enter(Role role) {
+        if (nosv_self() != nullptr) {
+            role_ = Role::foreign;
+            holds_ = true;
+            return;
+        }
+        have_mask_ = sched_getaffinity(0, sizeof(mask_), &mask_) == 0;
+        nosv_task_t task = nullptr;
+        Inside inside(*this);
+        const int err = nosv_attach(&task, nullptr, kLabel, NOSV_ATTACH_NONE);
+        if (err != NOSV_SUCCESS) {
+            if (verbose())
+                std::fprintf(stderr, "coexec: libomp thread not attached: %s\n",
+                             nosv_get_error_string(err));
+            role_ = Role::plain; // never retried
+            return;
+        }
+        Process::get().attached();
+        Process::get().watch_exit(this);
+        task_ = task;
+        role_ = role;
+        holds_ = true;
+    }
+
+    // Detaches a thread that we attached.
+    void leave() {
+        if (role_ != Role::worker && role_ != Role::root) return;
+        Inside inside(*this);
+        if (!holds_) coexec_block_exit();
+        nosv_detach(NOSV_DETACH_NONE);
+        Process::get().detached();
+        reset();
+    }
+
+    // Gives the CPU back while the thread runs outside coexec's view.
+    bool release() {
+        if (!holds_ || inside_) return false;
+        Inside inside(*this);
+        if (coexec_block_enter() != NOSV_SUCCESS) return false;
+        holds_ = false;
+        // The CPU binding belongs to coexec; serial code runs where it did before.
+        if (have_mask_ && role_ == Role::root) sched_setaffinity(0, sizeof(mask_), &mask_);
+        return true;
+    }
+
+    void retake() {
+        if (holds_ || role_ == Role::none || role_ == Role::plain) return;
+        Inside inside(*this);
+        if (coexec_block_exit() == NOSV_SUCCESS) holds_ = true;
+    }
+
+    // Our own attached task while it holds a CPU: the one we may pause.
+    void* pausable_task() const {
+        return holds_ && (role_ == Role::worker || role_ == Role::root) ? task_ : nullptr;
+    }
+
+    // In a fork() child: the CPU binding came from the parent's coexec.
+    void forget_after_fork() {
+        if (have_mask_ && (role_ == Role::root || role_ == Role::worker))
+            sched_setaffinity(0, sizeof(mask_), &mask_);
+        reset();
+    }
+
+    void reset() {
+        role_ = Role::none;
+        holds_ = false;
+        depth_ = 0;
+        task_ = nullptr;
+    }
+
+  private:
+    int inside_ = 0;
+    Role role_ = Role::none;
+    bool holds_ = false;
+    int depth_ = 0;
+    void* task_ = nullptr;
+    bool have_mask_ = false;
+    cpu_set_t mask_{};
+};
+
+// Trivially destructible: detaching at thread exit goes through a pthread key.
+thread_local ThreadSlot slot;
+
+constinit Process g_process;
+
+Process& Process::get() {
+    return g_process;
+}
+
+void Process::on_thread_exit(void* value) {
+    static_cast<ThreadSlot*>(value)->leave();
+}
+
+} // namespace
+
+void __kmp_coexec_initialize() {
+    Process::get().start();
+}
+
+void __kmp_coexec_finalize() {
+    // The main thread gets no pthread-key destructor at exit: detach it here.
+    slot.leave();
+    Process::get().finalize();
+}
+
+void __kmp_coexec_atfork_child() {
+    slot.forget_after_fork();
+    Process::get().forget_after_fork();
+}
+
+void __kmp_coexec_worker_begin(bool eligible) {
+    if (__kmp_coexec_on() && eligible) slot.enter(Role::worker);
+}
+
+void __kmp_coexec_worker_end() {
+    slot.leave();
+}
+
+void __kmp_coexec_region_begin(bool eligible) {
+    if (!__kmp_coexec_on() || !eligible) return;
+    if (slot.role() == Role::none) slot.enter(Role::root);
+    if (slot.role() == Role::root && slot.depth()++ == 0) slot.retake();
+}
+
+void __kmp_coexec_region_end() {
+    if (slot.role() != Role::root || slot.depth() == 0) return;
+    if (--slot.depth() == 0 && !Process::get().hold_root()) slot.release();
+}
+
+void* __kmp_coexec_sleep_task() {
+    return __kmp_coexec_on() ? slot.pausable_task() : nullptr;
+}
+
+void __kmp_coexec_pause() {
+    ThreadSlot::Inside inside(slot);
+    nosv_pause(NOSV_PAUSE_NONE);
+}
+
+void __kmp_coexec_wake(void* task) {
+    ThreadSlot::Inside inside(slot);
+    nosv_submit(static_cast<nosv_task_t>(task), NOSV_SUBMIT_UNLOCKED);
+}
+
+bool __kmp_coexec_yield() {
+    if (!__kmp_coexec_on() || !slot.holds_cpu() || slot.inside_coexec()) return false;
+    // A relaxed probe: when nobody waits, the spinning thread keeps its CPU.
+    if (coexec_cpu_wanted()) {
+        ThreadSlot::Inside inside(slot);
+        nosv_yield(NOSV_YIELD_NONE);
+    }
+    return true;
+}
+
+bool __kmp_coexec_release_cpu() {
+    return __kmp_coexec_on() && slot.release();
+}
+
+void __kmp_coexec_retake_cpu(bool released) {
+    if (released) slot.retake();
+}

@@ -1,0 +1,85 @@
+// coexec: the hooks that the patched libomp calls to re-host its threads.
+//
+// libomp stays in charge of its own protocol (flags, sleep bits, teams); these
+// hooks only decide who holds a coexec CPU. Every hook is a no-op when coexec
+// is off (COEXEC_DISABLE=1, nosv_init() failed, or a fork() child), so the
+// runtime then behaves exactly as stock libomp.
+#ifndef KMP_COEXEC_H
+#define KMP_COEXEC_H
+
+#include <atomic>
+
+// Nonzero once this process runs libomp on coexec. Written once, before any
+// worker exists, and read in spin loops, hence relaxed reads are enough.
+extern std::atomic<int> __kmp_coexec_enabled;
+
+// True when libomp runs on coexec in this process.
+inline bool __kmp_coexec_on() {
+    return __kmp_coexec_enabled.load(std::memory_order_relaxed);
+}
+
+// Joins coexec unless disabled; idempotent. On failure or when disabled it
+// prints exactly one line on stderr and leaves coexec off for good.
+void __kmp_coexec_initialize();
+
+// Leaves coexec once libomp has shut down and no thread is attached anymore.
+void __kmp_coexec_finalize();
+
+// In a fork() child: forgets the parent's coexec state and keeps coexec off,
+// since the child is not a member of the parent's instance.
+void __kmp_coexec_atfork_child();
+
+// A libomp worker thread starts (attach, label "openmp") or ends (detach).
+// `eligible` is false for threads that must stay plain (hidden helpers).
+void __kmp_coexec_worker_begin(bool eligible);
+void __kmp_coexec_worker_end();
+
+// The calling thread forks (begin) or joins (end) a parallel region. A root
+// thread is attached at its first region; between outermost regions it gives
+// its CPU back (COEXEC_OMP_ROOT=region, the default) or keeps it (=hold).
+void __kmp_coexec_region_begin(bool eligible);
+void __kmp_coexec_region_end();
+
+// The task to pause when this thread suspends, or nullptr when the thread must
+// use libomp's own condition-variable wait (it holds no CPU we manage).
+void* __kmp_coexec_sleep_task();
+
+// Pauses the calling thread's task until __kmp_coexec_wake(task).
+void __kmp_coexec_pause();
+
+// Resumes a task returned by __kmp_coexec_sleep_task() (it may not have
+// paused yet: coexec keeps a submit that arrives before the pause).
+void __kmp_coexec_wake(void* task);
+
+// Called instead of sched_yield(). Returns true when it handled the yield: a
+// coexec thread gives its CPU only if some other thread waits for it.
+bool __kmp_coexec_yield();
+
+// Gives the CPU away around a kernel wait libomp cannot avoid (a join, a
+// condition variable of a thread we did not attach). release() returns true
+// when it released the CPU; pass that to retake().
+bool __kmp_coexec_release_cpu();
+void __kmp_coexec_retake_cpu(bool released);
+
+// RAII form of release/retake, for waits with no lock held around them.
+class kmp_coexec_blocking_section {
+  public:
+    kmp_coexec_blocking_section() : released_(__kmp_coexec_release_cpu()) {}
+    ~kmp_coexec_blocking_section() { __kmp_coexec_retake_cpu(released_); }
+    kmp_coexec_blocking_section(const kmp_coexec_blocking_section&) = delete;
+    kmp_coexec_blocking_section& operator=(const kmp_coexec_blocking_section&) = delete;
+
+  private:
+    bool released_;
+};
+
+// Calls __kmp_coexec_region_end() when a join leaves by any of its returns.
+class kmp_coexec_region_end_guard {
+  public:
+    kmp_coexec_region_end_guard() = default;
+    ~kmp_coexec_region_end_guard() { __kmp_coexec_region_end(); }
+    kmp_coexec_region_end_guard(const kmp_coexec_region_end_guard&) = delete;
+    kmp_coexec_region_end_guard& operator=(const kmp_coexec_region_end_guard&) = delete;
+};
+
+#endif // KMP_COEXEC_H
