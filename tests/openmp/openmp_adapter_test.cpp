@@ -1,0 +1,235 @@
+// Real OpenMP programs (clang- and GCC-built) on the re-hosted libomp, loaded
+// the way `coexec run --openmp` loads it: through LD_LIBRARY_PATH.
+#include "subprocess.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using coexec::test::lines;
+using coexec::test::ProcessResult;
+using coexec::test::run;
+using coexec::test::Subprocess;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kOmpDir = COEXEC_TEST_OMP_DIR;
+const std::string kProgramDir = COEXEC_TEST_PROGRAM_DIR;
+const std::string kCoexecCli = COEXEC_TEST_CLI;
+
+// A segment of its own per test, so tests running side by side (and other
+// areas' tests) never share CPUs with this one.
+std::string segment_override(const std::string& tag) {
+    return "shared_memory.name=omptest-" + tag + "-" + std::to_string(getpid());
+}
+
+std::map<std::string, std::string> rehosted_env(const std::string& tag) {
+    return {{"LD_LIBRARY_PATH", kOmpDir},
+            {"COEXEC_VERBOSE", "1"},
+            {"COEXEC_CONFIG_OVERRIDE", segment_override(tag)}};
+}
+
+std::string program(const std::string& name, const std::string& compiler) {
+    return kProgramDir + "/" + name + "_" + compiler;
+}
+
+bool contains(const std::string& text, const std::string& what) {
+    return text.find(what) != std::string::npos;
+}
+
+struct FeatureCase {
+    std::string compiler;
+    std::string feature;
+};
+
+void PrintTo(const FeatureCase& c, std::ostream* os) {
+    *os << c.compiler << "/" << c.feature;
+}
+
+class Features : public ::testing::TestWithParam<FeatureCase> {};
+
+// Each feature computes and checks its results inside the program; here we
+// check that it ran re-hosted (the verbose line) and succeeded.
+TEST_P(Features, RunsCorrectlyRehosted) {
+    const auto& c = GetParam();
+    const ProcessResult r = run({program("omp_features", c.compiler), c.feature},
+                                rehosted_env(c.compiler + c.feature), 120s);
+    ASSERT_FALSE(r.timed_out) << "hung; stderr:\n" << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "ok " + c.feature)) << r.out;
+    EXPECT_TRUE(contains(r.err, "coexec: libomp re-hosted on coexec")) << r.err;
+    EXPECT_FALSE(contains(r.err, "runs without coexec")) << r.err;
+}
+
+std::vector<FeatureCase> feature_cases() {
+    std::vector<FeatureCase> cases;
+    for (const char* compiler : {"clang", "gcc"})
+        for (const char* f : {"reduction", "oversubscribed", "set_num_threads", "nested", "tasks",
+                              "pause", "fork", "hidden_helper"})
+            cases.push_back({compiler, f});
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenMP, Features, ::testing::ValuesIn(feature_cases()),
+                         [](const auto& info) {
+                             return info.param.compiler + "_" + info.param.feature;
+                         });
+
+// The same program with coexec disabled: one line on stderr, stock results.
+TEST(Fallback, DisabledPrintsOneLineAndWorks) {
+    for (const char* compiler : {"clang", "gcc"}) {
+        auto env = rehosted_env("disabled");
+        env.erase("COEXEC_VERBOSE");
+        env["COEXEC_DISABLE"] = "1";
+        const ProcessResult r = run({program("omp_features", compiler)}, env, 120s);
+        ASSERT_FALSE(r.timed_out);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(
+            lines(r.err),
+            std::vector<std::string>{"coexec: libomp runs without coexec (COEXEC_DISABLE is set)"})
+            << compiler;
+        EXPECT_EQ(lines(r.out).size(), 8u) << r.out;
+    }
+}
+
+// An unusable configuration makes nosv_init() fail: one line, stock results.
+TEST(Fallback, InitFailurePrintsOneLineAndWorks) {
+    const ProcessResult r = run(
+        {program("omp_features", "clang"), "reduction", "tasks"},
+        {{"LD_LIBRARY_PATH", kOmpDir}, {"COEXEC_CONFIG_OVERRIDE", "shared_memory.name=bad/name"}},
+        60s);
+    ASSERT_FALSE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // Exactly one line on stderr, and it says why.
+    const std::vector<std::string> err = lines(r.err);
+    ASSERT_EQ(err.size(), 1u) << r.err;
+    EXPECT_TRUE(err[0].starts_with("coexec: libomp runs without coexec (")) << err[0];
+    EXPECT_NE(err[0].find("shared_memory.name"), std::string::npos) << err[0];
+    EXPECT_EQ(lines(r.out), (std::vector<std::string>{"ok reduction", "ok tasks"}));
+}
+
+// ---- Two OpenMP processes at once ------------------------------------------
+
+// OpenMP threads of `pid` in state R (running or runnable), from /proc;
+// libcoexec's own threads (named "coexec-...") are not counted.
+int runnable_threads(pid_t pid) {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name.starts_with("coexec-")) continue;
+        std::ifstream stat(task.path() / "stat");
+        std::string text((std::istreambuf_iterator<char>(stat)), {});
+        const auto paren = text.rfind(')');
+        if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'R') ++n;
+    }
+    return n;
+}
+
+// Fraction of samples in which the two processes had more runnable threads
+// than the machine has CPUs (each team is as large as the machine).
+// Long loops between barriers keep CPU handoffs (when two threads are briefly
+// runnable at once) rare compared with the sampling.
+double oversubscribed_fraction(const std::map<std::string, std::string>& env, int samples) {
+    Subprocess a({program("omp_spin", "clang"), "4", "16000000"}, env);
+    Subprocess b({program("omp_spin", "gcc"), "4", "16000000"}, env);
+    std::this_thread::sleep_for(500ms); // both teams up
+    const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+    int over = 0;
+    for (int i = 0; i < samples; ++i) {
+        if (runnable_threads(a.pid()) + runnable_threads(b.pid()) > cpus) ++over;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(a.wait(60s).exit_code, 0);
+    EXPECT_EQ(b.wait(60s).exit_code, 0);
+    return static_cast<double>(over) / samples;
+}
+
+// Native libomp/libgomp oversubscribe: more runnable OpenMP threads than
+// CPUs in nearly every sample. Re-hosted they share the CPUs; a hand-off shows
+// one extra runnable thread for a moment, and for longer when other load on
+// the machine delays the thread handing its CPU over (up to a quarter of the
+// samples on a busy 2-core machine), hence the bound of half the samples.
+TEST(TwoProcesses, RunnableThreadsNeverExceedCpusRehosted) {
+    auto env = rehosted_env("pair");
+    env["COEXEC_OMP_ROOT"] = "hold"; // roots hold their CPU in serial code too
+    env["OMP_WAIT_POLICY"] = "active";
+    const double native = oversubscribed_fraction({{"OMP_WAIT_POLICY", "active"}}, 100);
+    const double rehosted = oversubscribed_fraction(env, 100);
+    EXPECT_GT(native, 0.75) << "the /proc probe should see native oversubscription";
+    EXPECT_LT(rehosted, 0.5) << "native " << native;
+}
+
+// Samples `coexec top --once --json` while two re-hosted processes run:
+// every CPU has at most one owner, no thread owns two CPUs, and the OpenMP
+// threads of these processes own CPUs under the label "openmp".
+TEST(TwoProcesses, TopShowsOneOpenmpThreadPerCpu) {
+    if (!fs::exists(kCoexecCli)) GTEST_SKIP() << kCoexecCli << " is not built";
+    const auto env = rehosted_env("top");
+    Subprocess a({program("omp_spin", "clang"), "3"}, env);
+    Subprocess b({program("omp_spin", "gcc"), "3"}, env);
+    std::this_thread::sleep_for(300ms);
+    int seen_ours = 0;
+    for (int i = 0; i < 15 && a.running() && b.running(); ++i) {
+        const ProcessResult top =
+            run({kCoexecCli, "top", "--once", "--json"},
+                {{"COEXEC_CONFIG_OVERRIDE", env.at("COEXEC_CONFIG_OVERRIDE")}}, 20s);
+        ASSERT_EQ(top.exit_code, 0) << top.err;
+        const auto doc = nlohmann::json::parse(top.out);
+        std::set<long> cpus, tids;
+        for (const auto& cpu : doc.at("cpus")) {
+            EXPECT_TRUE(cpus.insert(cpu.at("cpu").get<long>()).second) << "CPU listed twice";
+            if (cpu.at("tid").is_null() || cpu.at("tid").get<long>() <= 0) continue;
+            EXPECT_TRUE(tids.insert(cpu.at("tid").get<long>()).second) << "a thread owns two CPUs";
+            const auto pid = cpu.at("pid").get<pid_t>();
+            if (pid != a.pid() && pid != b.pid()) continue;
+            // Our OpenMP threads, or libcoexec's own worker of that process.
+            const auto label = cpu.at("label").get<std::string>();
+            EXPECT_TRUE(label == "openmp" || label == "worker") << label;
+            if (label == "openmp") ++seen_ours;
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_GT(seen_ours, 0) << "no re-hosted thread ever owned a CPU";
+    EXPECT_EQ(a.wait(60s).exit_code, 0);
+    EXPECT_EQ(b.wait(60s).exit_code, 0);
+}
+
+// A root thread gives its CPU back between parallel regions (the default
+// root policy): with coexec managing a single CPU, a process whose main thread
+// sleeps in serial code after a region must not keep another process from
+// running (with COEXEC_OMP_ROOT=hold this test would time out).
+TEST(Root, SleepingRootHoldsNoCpu) {
+    auto env = rehosted_env("root");
+    env["COEXEC_CONFIG_OVERRIDE"] += ",topology.binding=0";
+    Subprocess sleeper({program("omp_features", "clang"), "reduction", "sleep"}, env);
+    std::this_thread::sleep_for(1s); // past its region, into the sleep
+    ASSERT_TRUE(sleeper.running());
+    const ProcessResult other =
+        run({program("omp_features", "gcc"), "oversubscribed", "reduction"}, env, 20s);
+    EXPECT_FALSE(other.timed_out) << "the sleeping root kept the only CPU";
+    EXPECT_EQ(other.exit_code, 0) << other.err;
+    EXPECT_TRUE(sleeper.running()); // still asleep; the destructor kills it
+}
+
+// Bad input to the test programs: a clear error and exit code 2.
+TEST(BadInput, UnknownFeatureIsRejected) {
+    const ProcessResult r =
+        run({program("omp_features", "clang"), "no-such-feature"}, rehosted_env("bad"), 30s);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "unknown feature 'no-such-feature'")) << r.err;
+}
+
+} // namespace

@@ -1,0 +1,109 @@
+#include "subprocess.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace coexec::test {
+namespace {
+
+std::string temp_file() {
+    std::string path = "/tmp/coexec-omp-test-XXXXXX";
+    const int fd = mkstemp(path.data());
+    if (fd < 0) throw std::runtime_error("mkstemp failed");
+    close(fd);
+    return path;
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// In the child: redirect, set the environment, exec. Never returns.
+[[noreturn]] void exec_child(const std::vector<std::string>& argv,
+                             const std::map<std::string, std::string>& env, const std::string& out,
+                             const std::string& err) {
+    const int o = open(out.c_str(), O_WRONLY | O_TRUNC);
+    const int e = open(err.c_str(), O_WRONLY | O_TRUNC);
+    const int in = open("/dev/null", O_RDONLY);
+    if (o < 0 || e < 0 || in < 0) _exit(126);
+    dup2(in, 0);
+    dup2(o, 1);
+    dup2(e, 2);
+    for (const auto& [k, v] : env)
+        setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+}
+
+} // namespace
+
+Subprocess::Subprocess(const std::vector<std::string>& argv,
+                       const std::map<std::string, std::string>& env)
+    : out_path_(temp_file()), err_path_(temp_file()) {
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) exec_child(argv, env, out_path_, err_path_);
+}
+
+Subprocess::~Subprocess() {
+    if (!reaped_) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status_, 0);
+    }
+    unlink(out_path_.c_str());
+    unlink(err_path_.c_str());
+}
+
+bool Subprocess::running() {
+    if (!reaped_ && waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+    return !reaped_;
+}
+
+ProcessResult Subprocess::wait(std::chrono::milliseconds timeout) {
+    ProcessResult result;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (running() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!reaped_) {
+        result.timed_out = true;
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status_, 0);
+        reaped_ = true;
+    }
+    if (WIFEXITED(status_)) result.exit_code = WEXITSTATUS(status_);
+    result.out = slurp(out_path_);
+    result.err = slurp(err_path_);
+    return result;
+}
+
+ProcessResult run(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env,
+                  std::chrono::milliseconds timeout) {
+    Subprocess p(argv, env);
+    return p.wait(timeout);
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(line);
+    return out;
+}
+
+} // namespace coexec::test
