@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""OpenMP benchmarks for coexec: every mode in one run, medians of repeats.
+
+  overhead   EPCC-style construct overheads, re-hosted libomp vs stock libomp
+             of the same source (clang-built benchmark, both libraries).
+  colocated  two OpenMP processes at once (one GCC-built, one clang-built)
+             under native, OMP_WAIT_POLICY=passive, a static CPU partition and
+             coexec; compared with the ideal (the sum of the alone times).
+  tbb        TBB parallel_for whose body opens OpenMP regions, against the
+             same work with serial inner loops; with the TBB adapter
+             (lib/coexec/tbb/libirml.so.1) it also runs TBB on coexec.
+
+Usage: omp_bench.py [--build DIR] [--repeats N] [CASE...]
+It prints tables; it asserts nothing (see tests/openmp for the tests)."""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def die(msg):
+    print(f"omp_bench: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+class Setup:
+    """Where the libraries and benchmark programs of one build tree are."""
+
+    def __init__(self, build):
+        self.build = Path(build).resolve()
+        self.rehosted = self.build / "lib/coexec/openmp"
+        self.stock = self.build / "lib/coexec/openmp-stock"
+        self.bench = self.build / "benchmarks/openmp"
+        self.tbb_irml = self.build / "lib/coexec/tbb/libirml.so.1"
+        self.cpus = os.cpu_count() or 1
+        for path in (self.rehosted / "libomp.so.5", self.stock / "libomp.so.5",
+                     self.program("omp_overhead", "clang"), self.program("omp_work", "gcc")):
+            if not path.exists():
+                die(f"{path} is missing: build the coexec_adapter_openmp and "
+                    "coexec_openmp_benchmarks targets first")
+
+    def program(self, name, compiler):
+        return self.bench / f"{name}_{compiler}"
+
+    def env(self, mode, segment):
+        """Environment of one mode: which libomp, and the coexec segment."""
+        env = dict(os.environ)
+        env.pop("LD_LIBRARY_PATH", None)
+        if mode == "stock":
+            env["LD_LIBRARY_PATH"] = str(self.stock)
+        elif mode == "coexec":
+            # What `coexec run --openmp` does, on a segment of our own.
+            env["LD_LIBRARY_PATH"] = str(self.rehosted)
+            env["COEXEC_CONFIG_OVERRIDE"] = f"shared_memory.name={segment}"
+        elif mode == "coexec-hold":
+            env["LD_LIBRARY_PATH"] = str(self.rehosted)
+            env["COEXEC_CONFIG_OVERRIDE"] = f"shared_memory.name={segment}"
+            env["COEXEC_OMP_ROOT"] = "hold"
+        elif mode == "passive":
+            env["OMP_WAIT_POLICY"] = "passive"
+        return env
+
+
+def run(cmd, env, timeout=600):
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        die(f"{' '.join(map(str, cmd))} failed ({out.returncode}): {out.stderr.strip()}")
+    return out.stdout
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+# ---- overhead -------------------------------------------------------------
+
+def overhead(setup, repeats):
+    """Runs the construct benchmark on stock libomp and on the re-hosted one
+    (root policy region, the default, and hold), interleaved."""
+    modes = ("stock", "coexec", "coexec-hold")
+    samples = {mode: {} for mode in modes}
+    segment = f"ompbench-{os.getpid()}"
+    for _ in range(repeats):
+        for mode in modes:
+            out = run([setup.program("omp_overhead", "clang")], setup.env(mode, segment))
+            for line in out.splitlines():
+                name, over, total = line.split()
+                samples[mode].setdefault(name, []).append((float(over), float(total)))
+    print(f"\n== Construct overhead, clang-built, {setup.cpus} threads, median of {repeats}: "
+          "microseconds per construct (overhead; in brackets with its work), and the "
+          "ratio to stock of the time with work")
+    print(f"{'construct':<12} " + " ".join(f"{m:>24}" for m in modes))
+    for name in samples["stock"]:
+        stock_total = median([v[1] for v in samples["stock"][name]])
+        cells = []
+        for mode in modes:
+            over = median([v[0] for v in samples[mode][name]])
+            total = median([v[1] for v in samples[mode][name]])
+            cells.append(f"{over:9.3f} ({total:9.3f}) {total / stock_total:4.2f}x")
+        print(f"{name:<12} " + " ".join(f"{c:>24}" for c in cells))
+
+
+# ---- co-located processes -------------------------------------------------
+
+WORK = ["400", "200000"]  # regions, iterations per loop
+
+
+def pair_modes(setup):
+    """(mode, env-mode, per-process wrappers) for the co-located runs."""
+    half = max(1, setup.cpus // 2)
+    first = f"0-{half - 1}"
+    second = f"{half}-{setup.cpus - 1}" if setup.cpus > 1 else "0"
+    static = [["taskset", "-c", first], ["taskset", "-c", second]]
+    return [("native", "native", [[], []]),
+            ("passive", "passive", [[], []]),
+            ("static", "static", static),
+            ("coexec", "coexec", [[], []])]
+
+
+def run_pair(setup, mode, wrappers, segment):
+    """Starts the GCC- and the clang-built process together; returns the
+    makespan (until both ended) in seconds."""
+    env = setup.env(mode, segment)
+    if mode == "static":
+        env["OMP_NUM_THREADS"] = str(max(1, setup.cpus // 2))
+    start = time.monotonic()
+    procs = [subprocess.Popen(wrap + [str(setup.program("omp_work", c))] + WORK, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for wrap, c in zip(wrappers, ("gcc", "clang"))]
+    for p in procs:
+        _, err = p.communicate(timeout=1200)
+        if p.returncode != 0:
+            die(f"co-located run ({mode}) failed: {err.strip()}")
+    return time.monotonic() - start
+
+
+def colocated(setup, repeats):
+    segment = f"ompbench-{os.getpid()}"
+    alone = {}  # (runtime, compiler) -> seconds
+    pairs = {}
+    for _ in range(repeats):
+        for runtime in ("native", "coexec"):
+            for compiler in ("gcc", "clang"):
+                start = time.monotonic()
+                run([setup.program("omp_work", compiler)] + WORK, setup.env(runtime, segment))
+                alone.setdefault((runtime, compiler), []).append(time.monotonic() - start)
+        for mode, env_mode, wrappers in pair_modes(setup):
+            pairs.setdefault(mode, []).append(run_pair(setup, env_mode, wrappers, segment))
+    ideal = {rt: median(alone[(rt, "gcc")]) + median(alone[(rt, "clang")])
+             for rt in ("native", "coexec")}
+    print(f"\n== Two co-located OpenMP processes (GCC-built + clang-built), "
+          f"{setup.cpus} CPUs, omp_work {' '.join(WORK)}, median of {repeats}")
+    for rt in ("native", "coexec"):
+        print(f"alone on {rt}: gcc {median(alone[(rt, 'gcc')]):.3f} s, "
+              f"clang {median(alone[(rt, 'clang')]):.3f} s; sum {ideal[rt]:.3f} s")
+    print(f"{'mode':<10} {'makespan s':>10} {'vs native sum':>14} {'vs coexec sum':>14}")
+    for mode, values in pairs.items():
+        m = median(values)
+        print(f"{mode:<10} {m:>10.3f} {m / ideal['native']:>14.2f} {m / ideal['coexec']:>14.2f}")
+
+
+# ---- TBB + OpenMP ---------------------------------------------------------
+
+TBB_WORK = ["400", "200000"]  # TBB items, iterations per OpenMP region
+
+
+def tbb(setup, repeats):
+    """TBB parallel_for whose items open OpenMP regions. The ideal is the same
+    work with serial inner loops (OMP_NUM_THREADS=1); static is the same here
+    (each of the CPUs' TBB threads gets cpus/cpus = 1 OpenMP thread). The
+    coexec+tbb mode needs the TBB adapter (adapters/tbb)."""
+    segment = f"ompbench-{os.getpid()}"
+    have_irml = setup.tbb_irml.exists()
+    modes = ["serial-inner", "native", "passive", "coexec-omp"]
+    if have_irml:
+        modes.append("coexec-omp+tbb")
+    results = {}
+    for compiler in ("gcc", "clang"):
+        program = setup.program("omp_in_tbb", compiler)
+        if not program.exists():
+            print(f"\n== TBB + OpenMP: skipped ({program} not built: needs libtbb-dev)")
+            return
+        for _ in range(repeats):
+            for mode in modes:
+                env = setup.env({"passive": "passive"}.get(mode, "native"), segment)
+                if mode == "serial-inner":
+                    env["OMP_NUM_THREADS"] = "1"
+                if mode.startswith("coexec"):
+                    env = setup.env("coexec", segment)
+                if mode == "coexec-omp+tbb":
+                    env["LD_PRELOAD"] = str(setup.tbb_irml)
+                out = run([program] + TBB_WORK, env)
+                results.setdefault((compiler, mode), []).append(float(out.split()[0]))
+    print(f"\n== TBB parallel_for with an OpenMP region per item, omp_in_tbb "
+          f"{' '.join(TBB_WORK)}, {setup.cpus} CPUs, median of {repeats} (seconds)")
+    if not have_irml:
+        print(f"   (no TBB adapter at {setup.tbb_irml}: TBB's own workers stay outside coexec)")
+    print(f"{'build':<6} " + " ".join(f"{m:>15}" for m in modes))
+    for compiler in ("gcc", "clang"):
+        ideal = median(results[(compiler, "serial-inner")])
+        cells = [f"{median(results[(compiler, m)]):>8.3f} {median(results[(compiler, m)]) / ideal:>5.2f}x"
+                 for m in modes]
+        print(f"{compiler:<6} " + " ".join(f"{c:>15}" for c in cells))
+
+
+CASES = {"overhead": overhead, "colocated": colocated, "tbb": tbb}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default="build", help="the CMake build directory")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per mode (median)")
+    parser.add_argument("cases", nargs="*", default=list(CASES), help=" ".join(CASES))
+    args = parser.parse_args()
+    if args.repeats < 1 or args.repeats > 100:
+        die("--repeats must be from 1 to 100")
+    for case in args.cases:
+        if case not in CASES:
+            die(f"unknown case '{case}' (known: {' '.join(CASES)})")
+    setup = Setup(args.build)
+    for case in args.cases:
+        CASES[case](setup, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

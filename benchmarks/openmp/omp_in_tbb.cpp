@@ -1,0 +1,61 @@
+// TBB parallel_for whose body opens an OpenMP parallel region: the mixed-
+// runtime case of the OpenMP adapter's benchmarks. Usage: omp_in_tbb OUTER
+// INNER (TBB items, loop iterations per OpenMP region). Prints
+// "<seconds> <checksum>"; exits 2 on bad arguments and 1 on a wrong sum.
+#include <omp.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+long parse(const char* text) {
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    return end != text && *end == '\0' && v > 0 && v <= 100000000 ? v : -1;
+}
+
+// One TBB item: an OpenMP loop over `inner` iterations.
+long item(long outer_index, long inner) {
+    long sum = 0;
+#pragma omp parallel for reduction(+ : sum) schedule(static)
+    for (long i = 0; i < inner; ++i)
+        sum += (i ^ outer_index) & 15;
+    return sum;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const long outer = argc == 3 ? parse(argv[1]) : -1;
+    const long inner = argc == 3 ? parse(argv[2]) : -1;
+    if (outer < 0 || inner < 0) {
+        std::fprintf(stderr, "usage: omp_in_tbb OUTER INNER (positive integers)\n");
+        return 2;
+    }
+    std::atomic<long> total{0};
+    const auto start = std::chrono::steady_clock::now();
+    tbb::parallel_for(tbb::blocked_range<long>(0, outer), [&](const tbb::blocked_range<long>& r) {
+        long local = 0;
+        for (long o = r.begin(); o != r.end(); ++o)
+            local += item(o, inner);
+        total.fetch_add(local, std::memory_order_relaxed); // only the sum matters
+    });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    long expected = 0;
+    for (long o = 0; o < outer; ++o)
+        for (long i = 0; i < inner; ++i)
+            expected += (i ^ o) & 15;
+    if (total.load() != expected) {
+        std::fprintf(stderr, "omp_in_tbb: wrong sum %ld, expected %ld\n", total.load(), expected);
+        return 1;
+    }
+    std::printf("%.6f %ld\n", seconds, expected);
+    return 0;
+}
