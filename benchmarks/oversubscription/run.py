@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""Oversubscription scenario runner: HPCCG and GPT-2 with mixed runtimes.
+
+Runs scenarios x modes x repeats, prints progress, then writes results.csv, one PNG per
+figure (gnuplot) and a table of medians with each mode's ratio to the "alone" time (the
+same work done by a single runtime, or by each process on its own, one after the other).
+
+Modes:
+  native   the runtimes as shipped
+  passive  OMP_WAIT_POLICY=passive (PoCL never spins; oneTBB has no knob)
+  static   each runtime / process gets its share of the cores (taskset and thread counts)
+  coexec   through `coexec run` with the adapters the scenario needs ("n/a" if not built)
+
+Only the Python standard library and gnuplot are used.
+"""
+
+import argparse
+import csv
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+MODES = ["native", "passive", "static", "coexec"]
+ADAPTER_FILES = {
+    "omp-clang": "openmp/libomp.so.5",
+    "omp-gcc": "openmp/libgomp.so.1",
+    "tbb": "tbb/libirml.so.1",
+    "ocl": "pocl/libcoexec-pocl.so",
+}
+ADAPTER_FLAGS = {"omp-clang": "--openmp", "omp-gcc": "--openmp", "tbb": "--tbb", "ocl": "--pocl"}
+
+
+@dataclass
+class Job:
+    """One process of a scenario: argv (program name first) and the runtimes it uses."""
+
+    argv: list
+    runtimes: set  # subset of omp-clang, omp-gcc, tbb, ocl
+    env: dict = field(default_factory=dict)
+    mpi_ranks: int = 0  # > 0: started by mpirun with this many ranks
+
+
+@dataclass
+class Scenario:
+    """Jobs run concurrently, and the single-runtime work they are compared with."""
+
+    name: str
+    group: str  # fig6, fig7, fig8, everyday
+    x: str  # x value in its figure (task count, granularity, or a label)
+    jobs: list
+    alone: list  # lists of jobs, run one list after the other; times add up
+    env: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- scenario catalogue
+
+
+def hpccg(build_kind, grid, *args):
+    """A Job running the HPCCG binary built with build_kind (clang or gcc)."""
+    runtimes = set()
+    flat = " ".join(args)
+    if "omp" in flat or "tasks" in flat:
+        runtimes.add("omp-" + build_kind)
+    if "tbb" in flat:
+        runtimes.add("tbb")
+    if "ocl" in flat:
+        runtimes.add("ocl")
+    return Job(["hpccg-" + build_kind, *grid.split(), *args], runtimes)
+
+
+def gpt2(build_kind, shape, *args):
+    """A Job running the GPT-2 binary built with build_kind."""
+    flat = " ".join(args)
+    runtimes = {"omp-" + build_kind}
+    if "ocl" in flat:
+        runtimes.add("ocl")
+    return Job(["gpt2-" + build_kind, *shape.split(), *args], runtimes)
+
+
+def catalogue(long):
+    """All scenarios, sized for the selection (long = larger problems, more points)."""
+    grid = "64 64 64" if long else "32 32 32"
+    shape = ("--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 32 --batch 4 --steps 3"
+             if long else
+             "--layers 2 --heads 4 --channels 64 --vocab 2048 --max-seq 32 --batch 4 --steps 2")
+    s = []
+
+    def mix(name, spmv, vec, build="clang", alone_kind="omp", env=None, group="fig6"):
+        job = hpccg(build, grid, "--spmv", spmv, "--vec", vec)
+        ref = hpccg(build, grid, "--spmv", alone_kind)
+        s.append(Scenario(name, group, name.split("/")[-1], [job], [[ref]], env or {}))
+
+    # Figure 6: fork-join kernels from different runtimes, one after the other.
+    mix("fig6/omp", "omp", "omp")
+    mix("fig6/ocl", "ocl", "ocl", alone_kind="ocl")
+    mix("fig6/omp+ocl", "omp", "ocl")
+    mix("fig6/omp+tbb", "omp", "tbb")
+    mix("fig6/tbb+ocl", "tbb", "ocl", alone_kind="tbb")
+
+    # Figure 7: OpenMP tasks over row blocks, each launching an OpenCL kernel on PoCL.
+    for n in ([2, 4, 8, 16, 32, 64, 128, 256] if long else [2, 8, 32]):
+        task = hpccg("clang", grid, "--mode", "tasks", "--tasks", str(n), "--task-kernel", "ocl")
+        ref = hpccg("clang", grid, "--mode", "tasks", "--tasks", str(n))
+        s.append(Scenario(f"fig7/tasks={n}", "fig7", str(n), [task], [[ref]]))
+
+    # Figure 8: GPT-2 tasks, granularity sweep over time steps per block (16 channel slices).
+    for tg in ([1, 2, 4, 8, 16, 32] if long else [4, 32]):
+        args = ["--mode", "tasks", "--t-gran", str(tg), "--oc-split", "16"]
+        job = gpt2("clang", shape, *args, "--kernel", "ocl")
+        ref = gpt2("clang", shape, *args, "--kernel", "cpp")
+        s.append(Scenario(f"fig8/t-gran={tg}", "fig8", str(tg), [job], [[ref]]))
+
+    # Everyday cases.
+    mix("gcc/omp+ocl", "omp", "ocl", build="gcc", group="everyday")
+    mix("active/omp+ocl", "omp", "ocl", env={"OMP_WAIT_POLICY": "active"}, group="everyday")
+    for build in ["clang", "gcc"]:
+        a = hpccg(build, grid, "--spmv", "omp")
+        s.append(Scenario(f"2proc/hpccg+hpccg-{build}", "everyday", f"2x hpccg ({build})",
+                          [a, a], [[a], [a]]))
+    h = hpccg("clang", grid, "--spmv", "omp")
+    g = gpt2("clang", shape, "--mode", "forkjoin")
+    s.append(Scenario("2proc/hpccg+gpt2", "everyday", "hpccg+gpt2", [h, g], [[h], [g]]))
+    rank = hpccg("clang", grid, "--spmv", "omp")
+    mpi = Job(rank.argv, rank.runtimes, mpi_ranks=2)
+    one = Job(rank.argv, rank.runtimes, mpi_ranks=1)
+    s.append(Scenario("mpi/2ranks-omp", "everyday", "mpirun -np 2", [mpi], [[one], [one]]))
+
+    # Tiny smoke selection for ctest.
+    tiny = "12 12 12"
+    s.append(Scenario("smoke/hpccg-omp+ocl", "smoke", "omp+ocl",
+                      [hpccg("clang", tiny, "--spmv", "omp", "--vec", "ocl")],
+                      [[hpccg("clang", tiny, "--spmv", "omp")]]))
+    t = hpccg("gcc", tiny, "--mode", "tasks", "--tasks", "4")
+    s.append(Scenario("smoke/2proc", "smoke", "2proc", [t, t], [[t], [t]]))
+    small = "--layers 1 --heads 2 --channels 32 --vocab 256 --max-seq 8 --batch 2 --steps 1"
+    s.append(Scenario("smoke/gpt2", "smoke", "gpt2",
+                      [gpt2("clang", small, "--mode", "tasks", "--kernel", "ocl")],
+                      [[gpt2("clang", small, "--mode", "tasks")]]))
+    return s
+
+
+DEFAULT = ["fig6/omp", "fig6/omp+ocl", "fig6/omp+tbb", "fig7/", "fig8/", "gcc/", "active/",
+           "2proc/", "mpi/"]
+
+
+def select(scenarios, spec, long):
+    """The scenarios a --scenarios value names."""
+    if spec == "long" or (spec == "default" and long):
+        return [s for s in scenarios if s.group != "smoke"]
+    if spec == "default":
+        return [s for s in scenarios if any(s.name.startswith(p) for p in DEFAULT)]
+    wanted = [w.strip() for w in spec.split(",") if w.strip()]
+    chosen = [s for s in scenarios if any(s.name.startswith(w) for w in wanted)]
+    if not chosen:
+        raise SystemExit(f"run.py: no scenario matches '{spec}' (see --list)")
+    return chosen
+
+
+# ---------------------------------------------------------------- modes
+
+
+class Environment:
+    """Where the programs are and which coexec adapters exist."""
+
+    def __init__(self, build):
+        self.build = os.path.abspath(build)
+        self.bin = os.path.join(self.build, "bin")
+        self.ncpu = len(os.sched_getaffinity(0))
+        self.coexec = os.path.join(self.bin, "coexec")
+        self.coexec_ok = self._coexec_runs()
+        self.mpirun = shutil.which("mpirun")
+
+    def _coexec_runs(self):
+        if not os.access(self.coexec, os.X_OK):
+            return False
+        try:
+            r = subprocess.run([self.coexec, "run", "--help"], capture_output=True, timeout=30)
+            return r.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    def adapter_present(self, runtime):
+        path = os.path.join(self.build, "lib", "coexec", ADAPTER_FILES[runtime])
+        return os.path.exists(path)
+
+    def missing(self, scenario, mode):
+        """Why this scenario cannot run in this mode, or None."""
+        jobs = scenario.jobs
+        for j in jobs:
+            exe = os.path.join(self.bin, j.argv[0])
+            if not os.access(exe, os.X_OK):
+                return f"{j.argv[0]} not built"
+            if j.mpi_ranks and not self.mpirun:
+                return "mpirun not installed"
+        if mode == "coexec":
+            if not self.coexec_ok:
+                return "coexec not built"
+            need = set().union(*(j.runtimes for j in jobs))
+            absent = [r for r in sorted(need) if not self.adapter_present(r)]
+            if absent:
+                return "adapter missing: " + ",".join(absent)
+        return None
+
+
+def command(env, job, mode, share, cpus):
+    """argv and environment for one job in one mode."""
+    argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
+    extra = dict(job.env)
+    if mode == "passive":
+        extra["OMP_WAIT_POLICY"] = "passive"
+    if mode == "static":
+        extra["OMP_NUM_THREADS"] = str(share)
+        extra["POCL_MAX_PTHREAD_COUNT"] = str(share)
+        if "tbb" in job.runtimes:
+            argv += ["--tbb-threads", str(share)]
+    if job.mpi_ranks:
+        mpi = [env.mpirun, "-np", str(job.mpi_ranks), "--oversubscribe", "--allow-run-as-root"]
+        if mode == "coexec":
+            mpi += ["--bind-to", "none"]  # coexec pins threads itself
+        for k in extra:
+            mpi += ["-x", k]
+        argv = mpi + argv
+    elif mode == "static" and cpus is not None:
+        argv = ["taskset", "-c", cpus] + argv
+    if mode == "coexec":
+        flags = sorted({ADAPTER_FLAGS[r] for r in job.runtimes})
+        argv = [env.coexec, "run", *flags, "--"] + argv
+    return argv, extra
+
+
+def static_plan(env, jobs):
+    """(threads per runtime, cpu list) for each job of a scenario in static mode."""
+    n = env.ncpu
+    plans = []
+    k = len(jobs)
+    for i, j in enumerate(jobs):
+        if j.mpi_ranks:
+            plans.append((max(1, n // j.mpi_ranks), None))
+            continue
+        lo, hi = i * n // k, max(i * n // k + 1, (i + 1) * n // k)
+        mine = hi - lo
+        # Runtimes inside one process that can be busy at once split its cores.
+        busy = len(j.runtimes - {"tbb"}) + (1 if "tbb" in j.runtimes else 0)
+        share = max(1, mine // max(1, busy))
+        plans.append((share, f"{lo}-{min(hi, n) - 1}" if k > 1 else None))
+    return plans
+
+
+# ---------------------------------------------------------------- running
+
+
+def run_jobs(env, jobs, mode, timeout, scenario_env, log):
+    """Starts all jobs at once, waits for all; returns (seconds, status)."""
+    procs = []
+    plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
+    start = time.monotonic()
+    for job, (share, cpus) in zip(jobs, plans):
+        argv, extra = command(env, job, mode, share, cpus)
+        child_env = dict(os.environ)
+        child_env.update(scenario_env)
+        child_env.update(extra)
+        log.write(f"$ {' '.join(f'{k}={v}' for k, v in sorted(extra.items()))} {' '.join(argv)}\n")
+        log.flush()
+        procs.append(subprocess.Popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+    status = "ok"
+    for p in procs:
+        left = max(0.1, timeout - (time.monotonic() - start))
+        try:
+            if p.wait(timeout=left) != 0:
+                status = f"exit {p.returncode}"
+        except subprocess.TimeoutExpired:
+            status = "timeout"
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    return time.monotonic() - start, status
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    mode: str  # a MODES entry or "alone"
+    times: list
+    status: str  # ok, n/a: reason, or the first failure
+
+
+def measure(env, args, scenarios, log):
+    total = len(scenarios) * (len(args.modes) + 1) * args.repeats
+    done = 0
+    results = []
+    t0 = time.monotonic()
+    for sc in scenarios:
+        alone = None
+        for mode in ["alone"] + args.modes:
+            why = env.missing(sc, "native" if mode == "alone" else mode)
+            if why:
+                done += args.repeats
+                results.append(Result(sc, mode, [], "n/a: " + why))
+                progress(done, total, t0, sc.name, mode, "n/a (" + why + ")")
+                continue
+            times, status = [], "ok"
+            limit = run_limit(args.timeout, alone if mode != "alone" else None)
+            for rep in range(args.repeats):
+                if status != "ok":  # a failed or hung configuration is not retried
+                    done += args.repeats - rep
+                    break
+                if mode == "alone":
+                    secs, st = 0.0, "ok"
+                    for group in sc.alone:
+                        t, s = run_jobs(env, group, "native", limit, sc.env, log)
+                        secs += t
+                        st = s if s != "ok" else st
+                else:
+                    secs, st = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
+                done += 1
+                if st == "ok":
+                    times.append(secs)
+                elif status == "ok":
+                    status = st
+                progress(done, total, t0, sc.name, mode, f"{secs:.2f} s" if st == "ok" else st)
+            results.append(Result(sc, mode, times, status))
+            if mode == "alone":
+                alone = results[-1]
+    return results
+
+
+def run_limit(fixed, alone):
+    """Seconds a run may take: --timeout, else 15x the alone median within [10, 300] s, so
+    a hung configuration costs little."""
+    if fixed is not None:
+        return fixed
+    if alone is None or median(alone) is None:
+        return 300.0
+    return min(300.0, max(10.0, 15.0 * median(alone)))
+
+
+def progress(done, total, t0, name, mode, what):
+    el = time.monotonic() - t0
+    sys.stderr.write(f"[{done:3d}/{total}] {el:6.0f}s  {name:28s} {mode:8s} {what}\n")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def median(r):
+    return statistics.median(r.times) if r.times else None
+
+
+def write_csv(path, results):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["scenario", "group", "x", "mode", "repeat", "seconds", "status"])
+        for r in results:
+            if not r.times:
+                w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, "", "",
+                            r.status])
+            for i, t in enumerate(r.times):
+                w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, i,
+                            f"{t:.4f}", r.status])
+
+
+def by_scenario(results):
+    table = {}
+    for r in results:
+        table.setdefault(r.scenario.name, {"scenario": r.scenario})[r.mode] = r
+    return table
+
+
+def cell(r, alone):
+    m = median(r) if r else None
+    if m is None:
+        return "n/a" if (r is None or r.status.startswith("n/a")) else "FAIL"
+    if alone:
+        return f"{m:6.2f} ({m / alone:4.2f}x)"
+    return f"{m:6.2f}"
+
+
+def table_text(results, modes):
+    rows = by_scenario(results)
+    head = ["scenario", "alone"] + modes
+    lines = [head]
+    for name, row in rows.items():
+        alone = median(row["alone"]) if row.get("alone") else None
+        lines.append([name, cell(row.get("alone"), None)] +
+                     [cell(row.get(m), alone) for m in modes])
+    widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
+    out = []
+    for i, l in enumerate(lines):
+        out.append(" | ".join(c.ljust(w) for c, w in zip(l, widths)))
+        if i == 0:
+            out.append("-+-".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def plot(outdir, results, modes):
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        print("run.py: gnuplot not found, no plots (apt-get install gnuplot-nox)")
+        return []
+    rows = by_scenario(results)
+    pngs = []
+    for group, title, xlabel, kind in [
+        ("fig6", "HPCCG fork-join: mixed runtimes (cf. paper Fig. 6)", "kernels", "bars"),
+        ("fig7", "HPCCG tasks + PoCL kernel per task (cf. Fig. 7)", "number of tasks", "lines"),
+        ("fig8", "GPT-2 tasks + PoCL matmuls: granularity (cf. Fig. 8)", "time steps per task",
+         "lines"),
+        ("everyday", "Co-location, GCC OpenMP, active wait, MPI", "", "bars"),
+    ]:
+        sel = [r for r in rows.values() if r["scenario"].group == group]
+        if not sel:
+            continue
+        cols = ["alone"] + modes
+        dat = os.path.join(outdir, f"{group}.dat")
+        with open(dat, "w") as f:
+            f.write("x " + " ".join(cols) + "\n")
+            for r in sel:
+                vals = []
+                for c in cols:
+                    m = median(r[c]) if r.get(c) else None
+                    vals.append(f"{m:.4f}" if m is not None else "NaN")
+                x = r["scenario"].x if kind == "lines" else f"\"{r['scenario'].x}\""
+                f.write(f"{x} " + " ".join(vals) + "\n")
+        png = os.path.join(outdir, f"{group}.png")
+        empty = [c for c in cols if all(not r.get(c) or median(r[c]) is None for r in sel)]
+        if empty:  # gnuplot drops an all-missing column from the key: say so in the title
+            title += f"  [no data: {', '.join(empty)}]"
+        script = [
+            "set terminal pngcairo size 900,520 font ',10'" if png_cairo(gnuplot) else
+            "set terminal png size 900,520",
+            f"set output '{png}'",
+            f"set title '{title}'",
+            "set ylabel 'wall time [s] (median)'",
+            f"set xlabel '{xlabel}'",
+            "set key top left",
+            "set grid ytics",
+            "set yrange [0:*]",
+            "set datafile missing 'NaN'",
+        ]
+        if kind == "bars":
+            script += ["set style data histogram", "set style histogram cluster gap 1",
+                       "set style fill solid 0.8 border -1", "set xtics rotate by -20"]
+            script.append("plot " + ", ".join(
+                f"'{dat}' using {i + 2}:xtic(1) title columnheader({i + 2})"
+                for i in range(len(cols))))
+        else:
+            script += ["set logscale x 2"]
+            script.append("plot " + ", ".join(
+                f"'{dat}' using 1:{i + 2} with linespoints lw 2 title columnheader({i + 2})"
+                for i in range(len(cols))))
+        r = subprocess.run([gnuplot], input="\n".join(script) + "\n", text=True,
+                           capture_output=True)
+        if r.returncode == 0:
+            pngs.append(png)
+        else:
+            print(f"run.py: gnuplot failed for {group}: {r.stderr.strip()}")
+    return pngs
+
+
+_cairo = None
+
+
+def png_cairo(gnuplot):
+    global _cairo
+    if _cairo is None:
+        r = subprocess.run([gnuplot, "-e", "set terminal pngcairo"], capture_output=True)
+        _cairo = r.returncode == 0 and not r.stderr
+    return _cairo
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--build", default=os.path.join(here, "..", "..", "build"),
+                   help="build directory holding bin/ and lib/coexec/ (default: ./build)")
+    p.add_argument("--scenarios", default="default",
+                   help="default, long, smoke, or comma-separated name prefixes")
+    p.add_argument("--long", action="store_true",
+                   help="larger problems and every scenario point (tens of minutes)")
+    p.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " +
+                   ",".join(MODES))
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds per run (default: 15x the scenario's alone time, 10..300 s)")
+    p.add_argument("--out", default=None, help="output directory (default <build>/oversubscription)")
+    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--check", action="store_true", help="exit 1 if any run failed")
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    a = p.parse_args(argv)
+    a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    bad = [m for m in a.modes if m not in MODES]
+    if bad or not a.modes:
+        p.error(f"--modes: unknown mode(s) {','.join(bad)}; choose from {','.join(MODES)}")
+    if a.repeats < 1 or a.repeats > 100:
+        p.error("--repeats must be between 1 and 100")
+    if a.timeout is not None and a.timeout <= 0:
+        p.error("--timeout must be positive")
+    if not os.path.isdir(os.path.join(a.build, "bin")):
+        p.error(f"--build {a.build}: no bin/ directory (build the project first)")
+    return a
+
+
+def main(argv):
+    args = parse(argv)
+    all_scenarios = catalogue(args.long or args.scenarios == "long")
+    if args.list:
+        for s in all_scenarios:
+            print(f"{s.group:9s} {s.name}")
+        return 0
+    scenarios = select(all_scenarios, args.scenarios, args.long)
+    env = Environment(args.build)
+    out = os.path.abspath(args.out or os.path.join(args.build, "oversubscription"))
+    os.makedirs(out, exist_ok=True)
+    print(f"run.py: {len(scenarios)} scenarios x {len(args.modes)} modes x {args.repeats} "
+          f"repeats on {env.ncpu} CPUs; coexec {'available' if env.coexec_ok else 'not built'}",
+          flush=True)
+    with open(os.path.join(out, "runs.log"), "w") as log:
+        results = measure(env, args, scenarios, log)
+    write_csv(os.path.join(out, "results.csv"), results)
+    text = table_text(results, args.modes)
+    with open(os.path.join(out, "table.txt"), "w") as f:
+        f.write(text + "\n")
+    print("\nMedian wall time in seconds (ratio to alone):\n" + text)
+    pngs = [] if args.no_plots else plot(out, results, args.modes)
+    print(f"\nCSV: {os.path.join(out, 'results.csv')}\nlog: {os.path.join(out, 'runs.log')}")
+    for p in pngs:
+        print(f"plot: {p}")
+    failed = [r for r in results if r.status != "ok" and not r.status.startswith("n/a")]
+    for r in failed:
+        print(f"FAILED: {r.scenario.name} {r.mode}: {r.status} (see runs.log)")
+    return 1 if (args.check and failed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
