@@ -5,7 +5,8 @@ ASAN_BUILD ?= build-asan
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-unit test-sanitize install format clean
+
+.PHONY: all deps build demo demo-substrate test test-unit test-sanitize install format clean
 
 all: build
 
@@ -18,7 +19,13 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
+# The main job: the oversubscription scenarios (HPCCG, GPT-2) in every mode.
+# `make demo LONG=1` runs the long selection; `make demo-substrate` shows two
+# processes sharing the CPUs through the substrate alone.
 demo: build
+	python3 benchmarks/oversubscription/run.py --build $(BUILD) --repeats 3 --timeout 30 $(if $(LONG),--long)
+
+demo-substrate: build
 	@bash scripts/demo.sh $(BUILD)
 
 # Every test of the main (gcc) build, then the substrate suite again under
