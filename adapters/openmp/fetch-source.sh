@@ -45,21 +45,7 @@ ensure_deb_src() {
     return
   fi
   [[ $(id -u) -eq 0 ]] || die "no deb-src entry for $srcpkg; run once as root or pass -DCOEXEC_OPENMP_SOURCE_DIR="
-  local list=/etc/apt/sources.list.d/coexec-deb-src.sources
-  if [[ ! -e $list ]]; then
-    log "enabling deb-src in $list"
-    local suite
-    suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-    cat >"$list" <<SRC
-# Added by coexec (adapters/openmp/fetch-source.sh) to fetch LLVM's OpenMP source.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: ${suite} ${suite}-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  fi
-  apt-get update -qq >&2 || die "apt-get update failed"
+  "$(dirname "$0")/../../scripts/enable-deb-src.sh" || die "cannot enable deb-src"
 }
 
 main() {

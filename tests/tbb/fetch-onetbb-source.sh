@@ -28,21 +28,7 @@ has_source() { apt-cache showsrc onetbb 2>/dev/null | grep -qx "Version: $1"; }
 ensure_deb_src() {
   has_source "$1" && return
   [[ $(id -u) -eq 0 ]] || die "no deb-src entry for onetbb $1 and not root"
-  local list=/etc/apt/sources.list.d/coexec-deb-src.sources
-  if [[ ! -e $list ]]; then
-    local suite
-    # shellcheck source=/dev/null
-    suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-    cat >"$list" <<SRC
-# Added by coexec (tests/tbb/fetch-onetbb-source.sh) to fetch Debian source packages.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: ${suite} ${suite}-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  fi
-  apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed"
+  "$(dirname "$0")/../../scripts/enable-deb-src.sh" || die "cannot enable deb-src"
   has_source "$1" || die "apt offers no source for onetbb $1"
 }
 
