@@ -63,7 +63,6 @@ void format_cpus(Segment& s, const std::vector<scheduler::CpuInfo>& cpus) {
         slot.stint_proc = kNone;
     }
     s.header.unheld_cpus.store(int(cpus.size()), std::memory_order_seq_cst);
-    s.header.spinning_cpus.store(0, std::memory_order_seq_cst);
 }
 
 void format_config(Segment& s, const Config& c) {

@@ -117,9 +117,6 @@ class Runtime {
     // Idle holder: spins then sleeps until work arrives (true) or the CPU
     // is taken away (false).
     bool hold_idle(ThreadContext& self);
-    // A spinning holder that saw work for its CPU hands it out (possibly to
-    // itself) under the lock.
-    void offer_own_cpu(ThreadContext& self);
     void run_task(ThreadContext& self, nosv_task* task);
     void show_label(ThreadContext& self, const nosv_task_type* type);
     void finish_worker(ThreadContext& self);

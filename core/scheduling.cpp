@@ -109,15 +109,10 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
 
 void Runtime::kick(const Placement& where) {
     Segment& s = *segment();
-    // seq_cst: our counter increment (in push) comes before these loads; a
-    // CPU going idle (or a spinner going to sleep) updates these counts
-    // before re-checking the ready counters. One of us sees the other, so no
-    // ready task is left with a free or sleeping CPU. Spinning holders find
-    // the work themselves: no lock, no wake-up.
-    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) -
-            s.header.spinning_cpus.load(std::memory_order_seq_cst) <=
-        0)
-        return;
+    // seq_cst: our counter increment (in push) comes before this load; a
+    // CPU going idle increments unheld_cpus before re-checking counters.
+    // One of us sees the other, so no ready task is left with an idle CPU.
+    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return;
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);

@@ -120,8 +120,6 @@ bool Runtime::hold_idle(ThreadContext& self) {
         }
         if (policy == GovernorPolicy::Busy || spins > 0) {
             if (spins > 0) --spins;
-            // Submitters leave work for a spinning holder to find (see kick()).
-            if (sched_->has_work(proc_, self.cpu) || sched_->foreign_work(proc_, self.cpu)) offer_own_cpu(self);
             cpu_relax();
             continue;
         }
@@ -131,29 +129,11 @@ bool Runtime::hold_idle(ThreadContext& self) {
             auto lock = sched_->lock(wakes);
             still_ours = s.cpus[self.cpu].owner_thread.load(rlx) == self.slot &&
                          s.cpus[self.cpu].state.load(rlx) != CpuState::Running;
-            if (still_ours) {
-                sched_->set_holding(self.cpu, true);
-                // No longer spinning: work that counted on us finding it is
-                // offered now (Dekker with kick()).
-                std::atomic_thread_fence(std::memory_order_seq_cst);
-                if (sched_->offer(self.cpu, wakes) != kNone) still_ours = false;
-            }
+            if (still_ours) sched_->set_holding(self.cpu, true);
         }
-        wakes.flush(s, self.slot);
+        wakes.flush(s);
         if (still_ours) futex_wait(th.word, seq, kSleepSliceNs);
     }
-}
-
-void Runtime::offer_own_cpu(ThreadContext& self) {
-    Segment& s = *segment();
-    WakeList wakes;
-    {
-        auto lock = sched_->lock(wakes);
-        const CpuSlot& cpu = s.cpus[self.cpu];
-        if (cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) == CpuState::Idle)
-            sched_->offer(self.cpu, wakes); // to ourselves, or to another process
-    }
-    wakes.flush(s, self.slot);
 }
 
 void Runtime::run_task(ThreadContext& self, nosv_task* task) {

@@ -128,14 +128,10 @@ void SharedScheduler::repair(WakeList& wakes) {
             pool_push(t);
         }
     }
-    int unheld = 0, spinning = 0;
-    for (int c = 0; c < cpu_count(); ++c) {
-        CpuState st = s_.cpus[c].state.load(rlx);
-        unheld += st != CpuState::Running;
-        spinning += st == CpuState::Idle;
-    }
+    int unheld = 0;
+    for (int c = 0; c < cpu_count(); ++c)
+        if (s_.cpus[c].state.load(rlx) != CpuState::Running) ++unheld;
     h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
-    h.spinning_cpus.store(spinning, std::memory_order_seq_cst);
     reap_dead(wakes);
 }
 
@@ -263,9 +259,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
         cpu.stint_proc = th.proc;
         cpu.stint_start_ns = now;
     }
-    CpuState before = cpu.state.load(rlx);
-    if (before != CpuState::Running) s_.header.unheld_cpus.fetch_sub(1, std::memory_order_seq_cst);
-    if (before == CpuState::Idle) s_.header.spinning_cpus.fetch_sub(1, std::memory_order_seq_cst);
+    if (cpu.state.load(rlx) != CpuState::Running) s_.header.unheld_cpus.fetch_sub(1, std::memory_order_seq_cst);
     cpu.owner_proc.store(th.proc, rlx);
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
@@ -293,13 +287,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
 
 void SharedScheduler::set_holding(int32_t c, bool sleeping) {
     CpuSlot& cpu = s_.cpus[c];
-    CpuState before = cpu.state.load(rlx);
-    // seq_cst: pairs with the submitter's check of unheld - spinning (Dekker):
-    // a holder that stops spinning either is seen by the submitter, or sees
-    // its work when it re-checks after this call.
-    int spin_delta = (sleeping ? 0 : 1) - (before == CpuState::Idle ? 1 : 0);
-    if (spin_delta) s_.header.spinning_cpus.fetch_add(spin_delta, std::memory_order_seq_cst);
-    if (before == CpuState::Running) {
+    if (cpu.state.load(rlx) == CpuState::Running) {
         close_stint(cpu, now_ns());
         // seq_cst: pairs with the submitter's seq_cst increment of its ready
         // counters (Dekker): either it sees this CPU unheld, or the holder's
@@ -313,7 +301,6 @@ void SharedScheduler::set_holding(int32_t c, bool sleeping) {
 
 void SharedScheduler::set_free(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
-    if (cpu.state.load(rlx) == CpuState::Idle) s_.header.spinning_cpus.fetch_sub(1, std::memory_order_seq_cst);
     if (cpu.state.load(rlx) == CpuState::Running) {
         close_stint(cpu, now_ns());
         s_.header.unheld_cpus.fetch_add(1, std::memory_order_seq_cst);

@@ -69,8 +69,7 @@ class SharedScheduler {
     // Lock-free, only by the holder of a Running CPU: hands it to another
     // thread of the same process.
     void handoff_within_process(int32_t cpu, int32_t thread);
-    // Locked. The holder keeps `cpu` but has no work: Idle while it spins
-    // (and looks for work itself), Sleeping once it sleeps.
+    // Locked. The holder keeps `cpu` but has no work (spins, then sleeps).
     void set_holding(int32_t cpu, bool sleeping);
     // Locked. Nobody holds `cpu` any more.
     void set_free(int32_t cpu);

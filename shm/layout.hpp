@@ -121,7 +121,6 @@ struct alignas(64) Header {
     int32_t alive[kMaxProcs]; // dense list of Alive process slots
     // Lock-free hints.
     alignas(64) std::atomic<int32_t> unheld_cpus; // Free + Idle + Sleeping CPUs
-    std::atomic<int32_t> spinning_cpus;           // Idle: their holders look for work
     std::atomic<uint64_t> last_reap_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
 };
