@@ -46,20 +46,6 @@ nosv_task* ReadyQueue::Fifo::pop_at(int priority) {
     return nullptr;
 }
 
-bool ReadyQueue::Fifo::remove(nosv_task* t) {
-    auto it = by_priority_.begin();
-    while (it != by_priority_.end() && it->first != t->priority) ++it;
-    if (it == by_priority_.end()) return false;
-    auto& q = it->second;
-    for (auto qi = q.begin(); qi != q.end(); ++qi)
-        if (*qi == t) {
-            q.erase(qi);
-            --size_;
-            return true;
-        }
-    return false;
-}
-
 int ReadyQueue::Fifo::top_priority() const {
     for (auto& [priority, q] : by_priority_)
         if (!q.empty()) return priority;
@@ -102,12 +88,6 @@ void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
     task->ready_seq = front ? front_seq_-- : back_seq_++;
     fifo_for(task, where).push(task, front);
     count(where, +1);
-}
-
-bool ReadyQueue::remove(nosv_task* task, const Placement& where) {
-    if (!fifo_for(task, where).remove(task)) return false;
-    count(where, -1);
-    return true;
 }
 
 int ReadyQueue::top_priority(int cpu, int numa) const {

@@ -30,8 +30,6 @@ class ReadyQueue {
     size_t pop_batch(int cpu, int numa, nosv_task** out, size_t max);
     // Puts tasks taken by pop_batch back in front, in their order.
     void unpop(nosv_task* const* tasks, size_t n);
-    // Removes `task` if it is queued; true if it was.
-    bool remove(nosv_task* task, const scheduler::Placement& where);
     // Highest priority ready for `cpu`, or INT_MIN.
     int top_priority(int cpu, int numa) const;
     // Counts an item that is ready but held outside the queue (IMMEDIATE).
@@ -42,7 +40,6 @@ class ReadyQueue {
       public:
         void push(nosv_task* t, bool front);
         nosv_task* pop();
-        bool remove(nosv_task* t);
         bool empty() const { return size_ == 0; }
         size_t size() const { return size_; }
         // The head, if it has `priority`; else null.

@@ -70,15 +70,6 @@ TEST_F(QueueTest, LocalWorkBeatsStealingAndPriorityAcrossQueues) {
     EXPECT_EQ(q.pop(0, 0), &tasks[0]);
 }
 
-TEST_F(QueueTest, RemoveTakesOutAQueuedTask) {
-    q.push(t(0), {}, false);
-    q.push(t(1), {}, false);
-    EXPECT_TRUE(q.remove(&tasks[0], {}));
-    EXPECT_FALSE(q.remove(&tasks[0], {}));
-    EXPECT_EQ(slot->ready_total.load(), 1);
-    EXPECT_EQ(q.pop(0, 0), &tasks[1]);
-}
-
 TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
     coexec::core::ThreadContext* some_thread = reinterpret_cast<coexec::core::ThreadContext*>(0x1000);
     tasks[0].thread = some_thread; // a resumed task
