@@ -169,8 +169,9 @@ TEST(TwoProcesses, RunnableThreadsOversubscribeLessThanNative) {
     env["OMP_WAIT_POLICY"] = "active";
     const double native = oversubscribed_fraction({{"OMP_WAIT_POLICY", "active"}}, 100);
     const double rehosted = oversubscribed_fraction(env, 100);
-    std::printf("samples with more runnable OpenMP threads than CPUs: native %.2f, re-hosted %.2f\n", native,
-                rehosted);
+    std::printf(
+        "samples with more runnable OpenMP threads than CPUs: native %.2f, re-hosted %.2f\n",
+        native, rehosted);
     EXPECT_GT(native, 0.75) << "the /proc probe should see native oversubscription";
     EXPECT_LT(rehosted, 0.8 * native) << "native " << native;
 }
@@ -208,6 +209,24 @@ TEST(TwoProcesses, TopShowsOneOpenmpThreadPerCpu) {
     EXPECT_GT(seen_ours, 0) << "no re-hosted thread ever owned a CPU";
     EXPECT_EQ(a.wait(60s).exit_code, 0);
     EXPECT_EQ(b.wait(60s).exit_code, 0);
+}
+
+// Two processes whose every thread waits on hidden helper tasks in taskwait:
+// each team gets fewer CPUs than it has threads, so a waiter that found no
+// task must let a teammate run. libomp's taskwait loop never yields by
+// itself; this hung in about one round of five before the adapter made it.
+TEST(TwoProcesses, TaskwaitLetsTeammatesRun) {
+    const auto env = rehosted_env("taskwait");
+    for (int round = 0; round < 8; ++round) {
+        Subprocess a({program("omp_features", "clang"), "taskwait_storm"}, env);
+        Subprocess b({program("omp_features", "clang"), "taskwait_storm"}, env);
+        const ProcessResult ra = a.wait(60s);
+        const ProcessResult rb = b.wait(60s);
+        ASSERT_FALSE(ra.timed_out || rb.timed_out)
+            << "round " << round << ": a taskwait starved its team";
+        ASSERT_EQ(ra.exit_code, 0) << ra.err;
+        ASSERT_EQ(rb.exit_code, 0) << rb.err;
+    }
 }
 
 // A root thread gives its CPU back between parallel regions (the default

@@ -1,8 +1,9 @@
 /* Exercises the OpenMP features the re-hosted libomp must keep working, and
  * checks every result. Usage: omp_features [feature...] (default: all).
  * Prints "ok <feature>" per feature; exits 1 on the first wrong result and 2
- * on an unknown feature name. "sleep" (not in the default list) blocks in
- * serial code (poll) for 30 s. */
+ * on an unknown feature name. Not in the default list: "sleep" blocks in
+ * serial code (poll) for 30 s; "taskwait_storm" waits on hidden helper tasks
+ * from every thread of a team (run it in two processes at once). */
 #include <omp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -174,6 +175,32 @@ static void hidden_helper(void) {
     CHECK(x == 42);
 }
 
+/* Every thread of the team waits (taskwait) on a chain of a task, a hidden
+ * helper task and a task, 400 times. Two processes sharing the CPUs leave
+ * each team fewer CPUs than threads: a waiter must let its teammates run. */
+static void taskwait_storm(void) {
+    int done = 0;
+#pragma omp parallel for reduction(+ : done)
+    for (int i = 0; i < 400; ++i) {
+        int a = -1, b = -1, c = -1, dep = 0;
+#pragma omp task shared(a) depend(inout : dep)
+        a = i;
+#if defined(__clang__)
+#pragma omp target nowait map(tofrom : b) depend(inout : dep)
+        b = i + 1;
+#else
+#pragma omp task shared(b) depend(inout : dep)
+        b = i + 1;
+#endif
+#pragma omp task shared(a, b, c) depend(inout : dep)
+        c = a + b;
+#pragma omp taskwait
+        (void)dep;
+        done += c == 2 * i + 1;
+    }
+    CHECK(done == 400);
+}
+
 /* Serial code that blocks in the kernel for a long time after OpenMP ran
  * (not in the default list): a re-hosted root thread must not hold a CPU
  * meanwhile. poll() is used because the adapter does not wrap it (it wraps
@@ -197,7 +224,8 @@ static const struct feature features[] = {
     {"fork", fork_after_openmp},
     {"hidden_helper", hidden_helper},
 };
-static const struct feature extra_features[] = {{"sleep", sleep_serial}};
+static const struct feature extra_features[] = {{"sleep", sleep_serial},
+                                                {"taskwait_storm", taskwait_storm}};
 
 static const struct feature* find(const char* name) {
     for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
