@@ -56,11 +56,12 @@ mapfile -t by_design < <(listed "$by_design_file")
 python=python3
 [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3 # Debian's, with psutil
 
-# run_suite BUILD [VAR=VALUE...] -- [SKIPPED_PATH...]
-# Runs the suite of one build; prints its result lines ("PASS: libomp :: x.c").
+# run_suite NAME BUILD [VAR=VALUE...] -- [SKIPPED_PATH...]
+# Runs the suite of one build; prints its result lines ("PASS: libomp :: x.c")
+# and keeps lit's whole output in $tmp/NAME.log.
 run_suite() {
-  local build=$1
-  shift
+  local name=$1 build=$2
+  shift 2
   local envs=()
   while (($#)) && [[ "$1" != "--" ]]; do
     envs+=("$1")
@@ -72,16 +73,23 @@ run_suite() {
   (($#)) && args+=(--filter-out "$(any_of "$@")")
   # A per-test limit needs psutil; without it a hang is caught by ctest.
   "$python" -c 'import psutil' 2>/dev/null && args+=(--timeout 300)
-  env "${envs[@]}" "$python" "$lit" "${args[@]}" "$build/runtime/test" 2>&1 |
-    grep -E '^(PASS|FAIL|XFAIL|XPASS|UNSUPPORTED|UNRESOLVED|TIMEOUT): ' | sed 's/ (.*)$//' || true
+  env "${envs[@]}" "$python" "$lit" "${args[@]}" "$build/runtime/test" >"$tmp/$name.log" 2>&1 || true
+  grep -E '^(PASS|FAIL|XFAIL|XPASS|UNSUPPORTED|UNRESOLVED|TIMEOUT): ' "$tmp/$name.log" |
+    sed 's/ (.*)$//' || true
+}
+
+# failure_output LOG TEST: the end of lit's report of one failed test.
+failure_output() {
+  awk -v t="$2" -v q="'" 'index($0, "TEST " q t q) { on = 1; next } on && $0 == "********************" { exit } on' "$1" |
+    tail -n 40
 }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "run-lit: stock build"
-run_suite "$stock" -- "${excluded[@]}" >"$tmp/stock"
+run_suite stock "$stock" -- "${excluded[@]}" >"$tmp/stock"
 echo "run-lit: re-hosted build"
-run_suite "$rehosted" LD_LIBRARY_PATH="$libdir" \
+run_suite rehosted "$rehosted" LD_LIBRARY_PATH="$libdir" \
   COEXEC_CONFIG_OVERRIDE="shared_memory.name=$segment-$$" \
   -- "${excluded[@]}" "${by_design[@]}" >"$tmp/rehosted"
 
@@ -101,4 +109,9 @@ new_failures=$(comm -13 <(bad "$tmp/stock") <(bad "$tmp/rehosted"))
   echo "not run re-hosted, by design (lit-by-design.txt): ${by_design[*]}"
   echo "failing only re-hosted: $(echo ${new_failures:-none})"
 } | tee "$report"
-[[ -z "$new_failures" ]]
+[[ -z "$new_failures" ]] && exit 0
+while IFS= read -r t; do
+  echo "---- re-hosted output of $t"
+  failure_output "$tmp/rehosted.log" "$t"
+done <<<"$new_failures"
+exit 1
