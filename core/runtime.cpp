@@ -39,7 +39,9 @@ std::string process_name() {
     return name;
 }
 
-void warn(const std::string& text) { std::fprintf(stderr, "coexec: %s\n", text.c_str()); }
+void warn(const std::string& text) {
+    std::fprintf(stderr, "coexec: %s\n", text.c_str());
+}
 
 // Formats the CPU table of a fresh (or reclaimed) segment.
 void format_cpus(Segment& s, const std::vector<scheduler::CpuInfo>& cpus) {
@@ -55,7 +57,8 @@ void format_cpus(Segment& s, const std::vector<scheduler::CpuInfo>& cpus) {
         slot.system_id = cpus[i].system_id;
         slot.core = cpus[i].core;
         slot.system_numa = cpus[i].system_numa;
-        slot.numa = int(std::find(numa_ids.begin(), numa_ids.end(), cpus[i].system_numa) - numa_ids.begin());
+        slot.numa = int(std::find(numa_ids.begin(), numa_ids.end(), cpus[i].system_numa) -
+                        numa_ids.begin());
         slot.state.store(CpuState::Free, std::memory_order_relaxed);
         slot.owner_proc.store(kNone, std::memory_order_relaxed);
         slot.owner_thread.store(kNone, std::memory_order_relaxed);
@@ -63,6 +66,7 @@ void format_cpus(Segment& s, const std::vector<scheduler::CpuInfo>& cpus) {
         slot.stint_proc = kNone;
     }
     s.header.unheld_cpus.store(int(cpus.size()), std::memory_order_seq_cst);
+    s.header.wakeable_cpus.store(int(cpus.size()), std::memory_order_seq_cst);
 }
 
 void format_config(Segment& s, const Config& c) {
@@ -143,7 +147,8 @@ int Runtime::shutdown() {
 
 int Runtime::start(bool quiet) {
     ConfigResult cr = load_config(config_);
-    for (auto& w : cr.warnings) warn(w);
+    for (auto& w : cr.warnings)
+        warn(w);
     if (!cr.ok) {
         fail_reason(cr.error, quiet);
         return NOSV_ERR_INVALID_PARAMETER;
@@ -167,7 +172,8 @@ int Runtime::start(bool quiet) {
     mapping_ = SegmentMapping::open(options, error);
     if (!mapping_) {
         fail_reason(error.message, quiet);
-        return error.kind == SegmentError::Kind::Permission ? NOSV_ERR_INVALID_OPERATION : NOSV_ERR_UNKNOWN;
+        return error.kind == SegmentError::Kind::Permission ? NOSV_ERR_INVALID_OPERATION
+                                                            : NOSV_ERR_UNKNOWN;
     }
     Segment& s = *mapping_.get();
     sched_ = std::make_unique<scheduler::SharedScheduler>(s);
@@ -182,15 +188,18 @@ int Runtime::start(bool quiet) {
             format_cpus(s, cpus);
             format_config(s, config_);
         }
-        proc_ = sched_->register_process(::getpid(), process_start_time(::getpid()), process_name());
+        proc_ =
+            sched_->register_process(::getpid(), process_start_time(::getpid()), process_name());
     }
     wakes.flush(s);
     if (proc_ == kNone) {
-        fail_reason("the shared segment has no free process slot (" + std::to_string(kMaxProcs) + " in use)",
+        fail_reason("the shared segment has no free process slot (" + std::to_string(kMaxProcs) +
+                        " in use)",
                     quiet);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
-    for (int c = 0; c < s.header.cpu_count; ++c) cpu_system_ids_.push_back(s.cpus[c].system_id);
+    for (int c = 0; c < s.header.cpu_count; ++c)
+        cpu_system_ids_.push_back(s.cpus[c].system_id);
     for (int c = 0; c < s.header.cpu_count; ++c)
         if (std::find(numa_system_ids_.begin(), numa_system_ids_.end(), s.cpus[c].system_numa) ==
             numa_system_ids_.end())
@@ -215,8 +224,10 @@ void Runtime::monitor_main() {
         if (stopping_.load(std::memory_order_acquire)) break;
         uint64_t now = now_ns();
         bool want_cpu = me.ready_total.load(std::memory_order_relaxed) > 0;
-        bool reap_due = now - s.header.last_reap_ns.load(std::memory_order_relaxed) >= kReapIntervalNs;
-        if (!want_cpu || (!reap_due && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0)) continue;
+        bool reap_due =
+            now - s.header.last_reap_ns.load(std::memory_order_relaxed) >= kReapIntervalNs;
+        if (!want_cpu || (!reap_due && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0))
+            continue;
         ensure_receiver();
         WakeList wakes;
         {
@@ -256,7 +267,8 @@ void Runtime::stop() {
     }
     // A worker still inside a paused task is let go without a CPU (the
     // task was never resumed: the program's error) and finishes on its own.
-    for (auto& w : workers) w->thread.join();
+    for (auto& w : workers)
+        w->thread.join();
     {
         auto lock = sched_->lock(wakes);
         sched_->unregister_process(proc_, wakes);

@@ -117,6 +117,12 @@ class Runtime {
     // Idle holder: spins then sleeps until work arrives (true) or the CPU
     // is taken away (false).
     bool hold_idle(ThreadContext& self);
+    // A spinning holder that saw work offers its CPU (possibly to itself)
+    // under the lock; false if nobody could take it.
+    bool offer_own_cpu(ThreadContext& self);
+    // The holder stops spinning: marks its CPU Sleeping and offers it to work
+    // queued meanwhile. True if it still holds the CPU and may sleep.
+    bool sleep_holding(ThreadContext& self);
     void run_task(ThreadContext& self, nosv_task* task);
     void show_label(ThreadContext& self, const nosv_task_type* type);
     void finish_worker(ThreadContext& self);

@@ -5,9 +5,9 @@
 #include "shm/futex.hpp"
 
 #include <cassert>
-#include <utility>
 #include <pthread.h>
 #include <sched.h>
+#include <utility>
 
 namespace coexec::core {
 
@@ -55,7 +55,8 @@ nosv_task* Runtime::next_for_worker(ThreadContext& self) {
     if (self.has_batch()) return self.batch[self.batch_next++];
     if (segment()->procs[proc_].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_mutex_);
-    size_t n = queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
+    size_t n =
+        queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
     self.batch_next = n ? 1 : 0;
     self.batch_end = n;
     return n ? self.batch[0] : nullptr;
@@ -109,10 +110,13 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
 
 void Runtime::kick(const Placement& where) {
     Segment& s = *segment();
-    // seq_cst: our counter increment (in push) comes before this load; a
-    // CPU going idle increments unheld_cpus before re-checking counters.
-    // One of us sees the other, so no ready task is left with an idle CPU.
-    if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return;
+    // seq_cst: our ready-counter increment (in push) comes before this load;
+    // a CPU that becomes Free or Sleeping counts itself here before it
+    // re-checks the ready counters (set_state, then a fence and offer()). One
+    // of us sees the other. Spinning (Idle) holders are not counted: they
+    // poll the ready counters and claim the work themselves, so a submit
+    // that finds only spinners takes no lock and wakes nobody.
+    if (s.header.wakeable_cpus.load(std::memory_order_seq_cst) == 0) return;
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
@@ -181,7 +185,8 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task**
             return Leave::Gone;
         }
     }
-    if (nosv_task* t = can_run ? next_for_worker(self) : pop_own(c)) return hand_to(self, t, can_run, next);
+    if (nosv_task* t = can_run ? next_for_worker(self) : pop_own(c))
+        return hand_to(self, t, can_run, next);
     return go_unheld(self, can_run);
 }
 
@@ -239,8 +244,10 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
     int32_t taker;
     {
         auto lock = sched_->lock(wakes);
-        if (can_run) sched_->set_holding(c, false);
-        else sched_->set_free(c);
+        if (can_run)
+            sched_->set_holding(c, false);
+        else
+            sched_->set_free(c);
         // Fence: the unheld count above is published before we read the
         // ready counters below (Dekker with kick()). Work queued before we
         // counted this CPU as unheld skipped its kick: offer it the CPU.

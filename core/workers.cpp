@@ -5,9 +5,9 @@
 #include "shm/futex.hpp"
 
 #include <cstring>
-#include <utility>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <utility>
 
 namespace coexec::core {
 
@@ -76,7 +76,8 @@ void Runtime::worker_main(ThreadContext& self) {
         // the turn was just given to us, and with a short quantum deciding
         // again could hand the CPU straight back.
         nosv_task* task = nullptr;
-        if (nosv_task* t = next_for_worker(self); t && hand_to(self, t, true, &task) == Leave::Gone) {
+        if (nosv_task* t = next_for_worker(self);
+            t && hand_to(self, t, true, &task) == Leave::Gone) {
             return_to_pool(self);
             continue;
         }
@@ -120,20 +121,51 @@ bool Runtime::hold_idle(ThreadContext& self) {
         }
         if (policy == GovernorPolicy::Busy || spins > 0) {
             if (spins > 0) --spins;
+            // Submitters leave work to spinning holders (see kick()). Work we
+            // see but cannot place (its process has no thread to receive a
+            // CPU) ends the spinning: sleeping holders are kicked instead.
+            if (cpu_wanted(self) && !offer_own_cpu(self) && policy != GovernorPolicy::Busy)
+                spins = 0;
             cpu_relax();
             continue;
         }
-        WakeList wakes;
-        bool still_ours;
-        {
-            auto lock = sched_->lock(wakes);
-            still_ours = s.cpus[self.cpu].owner_thread.load(rlx) == self.slot &&
-                         s.cpus[self.cpu].state.load(rlx) != CpuState::Running;
-            if (still_ours) sched_->set_holding(self.cpu, true);
-        }
-        wakes.flush(s);
-        if (still_ours) futex_wait(th.word, seq, kSleepSliceNs);
+        if (sleep_holding(self)) futex_wait(th.word, seq, kSleepSliceNs);
     }
+}
+
+bool Runtime::sleep_holding(ThreadContext& self) {
+    Segment& s = *segment();
+    WakeList wakes;
+    bool still_ours;
+    {
+        auto lock = sched_->lock(wakes);
+        const CpuSlot& cpu = s.cpus[self.cpu];
+        still_ours =
+            cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) != CpuState::Running;
+        if (still_ours) {
+            sched_->set_holding(self.cpu, true);
+            // Fence: we count as wakeable before we read the ready counters
+            // (Dekker with kick()); work queued while we spun is offered now.
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (sched_->offer(self.cpu, wakes) != kNone) still_ours = false;
+        }
+    }
+    wakes.flush(s, self.slot);
+    return still_ours;
+}
+
+bool Runtime::offer_own_cpu(ThreadContext& self) {
+    Segment& s = *segment();
+    WakeList wakes;
+    bool placed = true; // granted or evicted meanwhile: the caller's loop sees which
+    {
+        auto lock = sched_->lock(wakes);
+        const CpuSlot& cpu = s.cpus[self.cpu];
+        if (cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) == CpuState::Idle)
+            placed = sched_->offer(self.cpu, wakes) != kNone; // to us, or to another process
+    }
+    wakes.flush(s, self.slot);
+    return placed;
 }
 
 void Runtime::run_task(ThreadContext& self, nosv_task* task) {

@@ -17,9 +17,12 @@ constexpr auto rlx = std::memory_order_relaxed;
 bool Placement::allows(const CpuSlot& cpu, int32_t cpu_index) const {
     if (!strict) return true;
     switch (kind) {
-    case Kind::Any: return true;
-    case Kind::Cpu: return cpu_index == index;
-    case Kind::Numa: return cpu.numa == index;
+    case Kind::Any:
+        return true;
+    case Kind::Cpu:
+        return cpu_index == index;
+    case Kind::Numa:
+        return cpu.numa == index;
     }
     return true;
 }
@@ -44,8 +47,10 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
         slot.threads.store(0, rlx);
         slot.ready_total.store(0, rlx);
         slot.ready_any.store(0, rlx);
-        for (auto& c : slot.ready_cpu) c.store(0, rlx);
-        for (auto& n : slot.ready_numa) n.store(0, rlx);
+        for (auto& c : slot.ready_cpu)
+            c.store(0, rlx);
+        for (auto& n : slot.ready_numa)
+            n.store(0, rlx);
         slot.cpu_time_ns.store(0, rlx);
         slot.handoffs.store(0, rlx);
         // Release: other processes that see Alive see the cleared counters.
@@ -128,16 +133,21 @@ void SharedScheduler::repair(WakeList& wakes) {
             pool_push(t);
         }
     }
-    int unheld = 0;
-    for (int c = 0; c < cpu_count(); ++c)
-        if (s_.cpus[c].state.load(rlx) != CpuState::Running) ++unheld;
+    int unheld = 0, wakeable = 0;
+    for (int c = 0; c < cpu_count(); ++c) {
+        CpuState st = s_.cpus[c].state.load(rlx);
+        unheld += st != CpuState::Running;
+        wakeable += st == CpuState::Free || st == CpuState::Sleeping;
+    }
     h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
+    h.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);
     reap_dead(wakes);
 }
 
 // ---- threads ---------------------------------------------------------
 
-int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label, ThreadState state) {
+int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label,
+                                      ThreadState state) {
     Header& h = s_.header;
     int32_t t = h.thread_free_head;
     if (t == kNone) return kNone;
@@ -259,11 +269,10 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
         cpu.stint_proc = th.proc;
         cpu.stint_start_ns = now;
     }
-    if (cpu.state.load(rlx) != CpuState::Running) s_.header.unheld_cpus.fetch_sub(1, std::memory_order_seq_cst);
     cpu.owner_proc.store(th.proc, rlx);
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
-    cpu.state.store(CpuState::Running, std::memory_order_release);
+    set_state(c, CpuState::Running);
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     th.state.store(ThreadState::Running, rlx);
     // Release pairs with the waiter's acquire of `grant` after it sees the
@@ -285,30 +294,38 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
     futex_wake(th.word);
 }
 
+void SharedScheduler::set_state(int32_t c, CpuState next) {
+    CpuSlot& cpu = s_.cpus[c];
+    const CpuState before = cpu.state.load(rlx);
+    auto unheld = [](CpuState st) { return st != CpuState::Running; };
+    auto wakeable = [](CpuState st) { return st == CpuState::Free || st == CpuState::Sleeping; };
+    // seq_cst: the counts pair with the submitter's seq_cst publication of
+    // its ready counters (Dekker). A CPU that becomes unheld or wakeable is
+    // either seen by the submitter, or its holder's re-check after this call
+    // (a fence, then offer()) sees the work.
+    if (int d = int(unheld(next)) - int(unheld(before)))
+        s_.header.unheld_cpus.fetch_add(d, std::memory_order_seq_cst);
+    if (int d = int(wakeable(next)) - int(wakeable(before)))
+        s_.header.wakeable_cpus.fetch_add(d, std::memory_order_seq_cst);
+    // Release: readers of the state (top, lock-free probes) see the owner.
+    cpu.state.store(next, std::memory_order_release);
+}
+
 void SharedScheduler::set_holding(int32_t c, bool sleeping) {
     CpuSlot& cpu = s_.cpus[c];
-    if (cpu.state.load(rlx) == CpuState::Running) {
-        close_stint(cpu, now_ns());
-        // seq_cst: pairs with the submitter's seq_cst increment of its ready
-        // counters (Dekker): either it sees this CPU unheld, or the holder's
-        // re-check after this call sees its work.
-        s_.header.unheld_cpus.fetch_add(1, std::memory_order_seq_cst);
-    }
+    if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
     int32_t t = cpu.owner_thread.load(rlx);
     if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
-    cpu.state.store(sleeping ? CpuState::Sleeping : CpuState::Idle, std::memory_order_release);
+    set_state(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
 }
 
 void SharedScheduler::set_free(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
-    if (cpu.state.load(rlx) == CpuState::Running) {
-        close_stint(cpu, now_ns());
-        s_.header.unheld_cpus.fetch_add(1, std::memory_order_seq_cst);
-    }
+    if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
     cpu.owner_proc.store(kNone, rlx);
     cpu.owner_thread.store(kNone, rlx);
     cpu.since_ns.store(now_ns(), rlx);
-    cpu.state.store(CpuState::Free, std::memory_order_release);
+    set_state(c, CpuState::Free);
 }
 
 void SharedScheduler::evict_holder(CpuSlot& cpu) {
@@ -370,8 +387,10 @@ int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
     return kNone;
 }
 
-int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const {
-    if (prefer >= 0 && prefer < cpu_count() && s_.cpus[prefer].state.load(rlx) != CpuState::Running &&
+int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where,
+                                         int32_t prefer) const {
+    if (prefer >= 0 && prefer < cpu_count() &&
+        s_.cpus[prefer].state.load(rlx) != CpuState::Running &&
         where.allows(s_.cpus[prefer], prefer))
         return prefer;
     int32_t best = kNone;

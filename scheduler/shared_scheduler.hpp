@@ -69,7 +69,8 @@ class SharedScheduler {
     // Lock-free, only by the holder of a Running CPU: hands it to another
     // thread of the same process.
     void handoff_within_process(int32_t cpu, int32_t thread);
-    // Locked. The holder keeps `cpu` but has no work (spins, then sleeps).
+    // Locked. The holder keeps `cpu` but has no work: Idle while it spins
+    // (and looks for work itself), Sleeping once it sleeps.
     void set_holding(int32_t cpu, bool sleeping);
     // Locked. Nobody holds `cpu` any more.
     void set_free(int32_t cpu);
@@ -81,7 +82,8 @@ class SharedScheduler {
     int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes);
     // Locked. An unheld CPU allowed by `where`: `prefer` if it is unheld,
     // else Free first, then one held idle by `proc`, then any; or kNone.
-    int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer = shm::kNone) const;
+    int32_t find_unheld_cpu(int32_t proc, const Placement& where,
+                            int32_t prefer = shm::kNone) const;
     // Locked. Gives unheld `cpu` to `thread` directly; a holder goes back to
     // its pool.
     void give_unheld_cpu(int32_t cpu, int32_t thread, WakeList& wakes);
@@ -99,6 +101,9 @@ class SharedScheduler {
   private:
     void repair(WakeList& wakes);
     void close_stint(shm::CpuSlot& cpu, uint64_t now);
+    // The only writer of a CPU's state after formatting: keeps unheld_cpus
+    // and wakeable_cpus in step with it.
+    void set_state(int32_t cpu, shm::CpuState next);
     void evict_holder(shm::CpuSlot& cpu);
     int32_t pool_pop(int32_t proc);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);

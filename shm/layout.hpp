@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kAbiVersion = 2;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -33,11 +33,11 @@ enum class CpuState : uint32_t {
 
 enum class ThreadState : uint32_t {
     Unused = 0,
-    Pool = 1,     // worker without CPU or task, waiting for a grant
-    Waiting = 2,  // has ready work (attached or resumed), waiting for a CPU
-    Running = 3,  // holds a CPU
-    Holding = 4,  // holds a CPU idle (spinning or sleeping)
-    Blocked = 5,  // paused, in waitfor, or blocked outside coexec: no CPU
+    Pool = 1,    // worker without CPU or task, waiting for a grant
+    Waiting = 2, // has ready work (attached or resumed), waiting for a CPU
+    Running = 3, // holds a CPU
+    Holding = 4, // holds a CPU idle (spinning or sleeping)
+    Blocked = 5, // paused, in waitfor, or blocked outside coexec: no CPU
 };
 
 enum class ProcState : uint32_t { Unused = 0, Alive = 1 };
@@ -45,10 +45,10 @@ enum class ProcState : uint32_t { Unused = 0, Alive = 1 };
 // One managed CPU. Running slots are written only by their holder thread;
 // Free/Idle/Sleeping slots only under the segment lock.
 struct alignas(64) CpuSlot {
-    int32_t system_id;  // kernel CPU number
-    int32_t numa;       // logical NUMA index (0..numa_count-1)
+    int32_t system_id; // kernel CPU number
+    int32_t numa;      // logical NUMA index (0..numa_count-1)
     int32_t system_numa;
-    int32_t core;       // system id of the core (hwloc)
+    int32_t core; // system id of the core (hwloc)
     std::atomic<CpuState> state;
     std::atomic<int32_t> owner_proc;   // process slot, or kNone
     std::atomic<int32_t> owner_thread; // thread slot, or kNone
@@ -71,7 +71,6 @@ struct alignas(64) ThreadSlot {
     int32_t proc;
     int32_t tid;
     int32_t next; // pool stack / free list link (under the lock)
-    std::atomic<uint64_t> label_gen; // seqlock-ish guard for `label`
     char label[kLabelSize];
 };
 
@@ -86,10 +85,10 @@ struct alignas(64) ProcSlot {
     std::atomic<int32_t> pool_size;
     std::atomic<int32_t> threads; // thread slots in use
     std::atomic<uint32_t> monitor_word;
-    alignas(64) std::atomic<int64_t> ready_total; // every ready item
-    std::atomic<int64_t> ready_any;               // runnable on any CPU
-    std::atomic<int64_t> ready_cpu[kMaxCpus];     // strictly bound to a CPU
-    std::atomic<int64_t> ready_numa[kMaxNuma];    // strictly bound to a NUMA node
+    alignas(64) std::atomic<int64_t> ready_total;  // every ready item
+    std::atomic<int64_t> ready_any;                // runnable on any CPU
+    std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU
+    std::atomic<int64_t> ready_numa[kMaxNuma];     // strictly bound to a NUMA node
     alignas(64) std::atomic<uint64_t> cpu_time_ns; // closed stints
     std::atomic<uint64_t> handoffs;                // CPU grants received
 };
@@ -120,7 +119,9 @@ struct alignas(64) Header {
     int32_t alive_count;
     int32_t alive[kMaxProcs]; // dense list of Alive process slots
     // Lock-free hints.
+    // Both written by SharedScheduler::set_state only, under the lock.
     alignas(64) std::atomic<int32_t> unheld_cpus; // Free + Idle + Sleeping CPUs
+    std::atomic<int32_t> wakeable_cpus;           // Free + Sleeping: nobody looks for work
     std::atomic<uint64_t> last_reap_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
 };
