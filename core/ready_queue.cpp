@@ -8,11 +8,14 @@ using scheduler::Placement;
 
 void ReadyQueue::Fifo::push(nosv_task* t, bool front) {
     auto it = by_priority_.begin();
-    while (it != by_priority_.end() && it->first > t->priority) ++it;
+    while (it != by_priority_.end() && it->first > t->priority)
+        ++it;
     if (it == by_priority_.end() || it->first != t->priority)
         it = by_priority_.insert(it, {t->priority, std::deque<nosv_task*>{}});
-    if (front) it->second.push_front(t);
-    else it->second.push_back(t);
+    if (front)
+        it->second.push_front(t);
+    else
+        it->second.push_back(t);
     ++size_;
 }
 
@@ -58,39 +61,77 @@ ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
 
 ReadyQueue::Fifo& ReadyQueue::fifo_for(const nosv_task* task, const Placement& w) {
     switch (w.kind) {
-    case Placement::Kind::Cpu: return w.strict ? strict_cpu_[size_t(w.index)] : preferred_cpu_[size_t(w.index)];
-    case Placement::Kind::Numa: return w.strict ? strict_numa_[size_t(w.index)] : preferred_numa_[size_t(w.index)];
-    case Placement::Kind::Any: break;
+    case Placement::Kind::Cpu:
+        return w.strict ? strict_cpu_[size_t(w.index)] : preferred_cpu_[size_t(w.index)];
+    case Placement::Kind::Numa:
+        return w.strict ? strict_numa_[size_t(w.index)] : preferred_numa_[size_t(w.index)];
+    case Placement::Kind::Any:
+        break;
     }
     return task->thread ? any_bound_ : any_;
 }
 
 void ReadyQueue::count(const Placement& w, int delta) {
     constexpr auto rlx = std::memory_order_relaxed;
-    // Only this queue writes these counters, always under the queue lock, so
-    // a load and a store need no read-modify-write; other threads and
-    // processes only read them.
-    auto add = [&](std::atomic<int64_t>& c, std::memory_order order) { c.store(c.load(rlx) + delta, order); };
-    if (!w.strict || w.kind == Placement::Kind::Any) add(counters_.ready_any, rlx);
-    else if (w.kind == Placement::Kind::Cpu) add(counters_.ready_cpu[w.index], rlx);
-    else add(counters_.ready_numa[w.index], rlx);
+    // Read-modify-writes: submitters count lock-free (push_unplaced) while
+    // the lock holder counts pops. Other processes only read these.
+    if (!w.strict || w.kind == Placement::Kind::Any)
+        counters_.ready_any.fetch_add(delta, rlx);
+    else if (w.kind == Placement::Kind::Cpu)
+        counters_.ready_cpu[w.index].fetch_add(delta, rlx);
+    else
+        counters_.ready_numa[w.index].fetch_add(delta, rlx);
     // ready_total last, seq_cst when work appears: it publishes the counter
     // above (readers check ready_total first), and pairs with the seq_cst
-    // update of unheld_cpus by a CPU going idle, so one of the two always
+    // update of wakeable_cpus by a CPU going idle, so one of the two always
     // sees the other (Dekker).
-    add(counters_.ready_total, delta > 0 ? std::memory_order_seq_cst : rlx);
+    counters_.ready_total.fetch_add(delta, delta > 0 ? std::memory_order_seq_cst : rlx);
     if (!w.strict && w.kind != Placement::Kind::Any) preferred_count_ += delta;
 }
 
-void ReadyQueue::count_external(const Placement& where, int delta) { count(where, delta); }
+void ReadyQueue::count_external(const Placement& where, int delta) {
+    count(where, delta);
+}
 
 void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
+    drain_intake(); // earlier submits keep their place
     task->ready_seq = front ? front_seq_-- : back_seq_++;
     fifo_for(task, where).push(task, front);
     count(where, +1);
 }
 
-int ReadyQueue::top_priority(int cpu, int numa) const {
+void ReadyQueue::push_unplaced(nosv_task* task) {
+    // Counted before it is linked: a reader may see the count a moment before
+    // the task (it retries), never a task that is not counted yet.
+    count({}, +1);
+    nosv_task* head = intake_.load(std::memory_order_relaxed);
+    do {
+        task->intake_next = head;
+        // Release: the lock holder that takes the stack (acquire) sees the
+        // task's fields and its link.
+    } while (!intake_.compare_exchange_weak(head, task, std::memory_order_release,
+                                            std::memory_order_relaxed));
+}
+
+void ReadyQueue::drain_intake() {
+    if (intake_.load(std::memory_order_relaxed) == nullptr) return;
+    nosv_task* t = intake_.exchange(nullptr, std::memory_order_acquire);
+    nosv_task* oldest = nullptr; // reverse the stack into submit order
+    while (t) {
+        nosv_task* next = std::exchange(t->intake_next, oldest);
+        oldest = t;
+        t = next;
+    }
+    for (t = oldest; t;) {
+        nosv_task* next = std::exchange(t->intake_next, nullptr);
+        t->ready_seq = back_seq_++;
+        any_.push(t, false); // already counted
+        t = next;
+    }
+}
+
+int ReadyQueue::top_priority(int cpu, int numa) {
+    drain_intake();
     int best = std::max(any_.top_priority(), any_bound_.top_priority());
     for (const Fifo* f : {&strict_cpu_[size_t(cpu)], &preferred_cpu_[size_t(cpu)],
                           &strict_numa_[size_t(numa)], &preferred_numa_[size_t(numa)]})
@@ -99,6 +140,7 @@ int ReadyQueue::top_priority(int cpu, int numa) const {
 }
 
 nosv_task* ReadyQueue::pop(int cpu, int numa) {
+    drain_intake();
     const Slot local[] = {
         {&strict_cpu_[size_t(cpu)], {Placement::Kind::Cpu, cpu, true}},
         {&preferred_cpu_[size_t(cpu)], {Placement::Kind::Cpu, cpu, false}},
@@ -109,21 +151,25 @@ nosv_task* ReadyQueue::pop(int cpu, int numa) {
     };
     const Slot* best = nullptr;
     for (const Slot& s : local)
-        if (!s.fifo->empty() && (!best || s.fifo->top_priority() > best->fifo->top_priority())) best = &s;
+        if (!s.fifo->empty() && (!best || s.fifo->top_priority() > best->fifo->top_priority()))
+            best = &s;
     // Between the two unplaced queues, equal priority goes by arrival.
-    if (best == &local[4] && !any_bound_.empty() && any_bound_.top_priority() == any_.top_priority() &&
+    if (best == &local[4] && !any_bound_.empty() &&
+        any_bound_.top_priority() == any_.top_priority() &&
         any_bound_.head()->ready_seq < any_.head()->ready_seq)
         best = &local[5];
     Slot stolen{};
     if (!best && preferred_count_ > 0) {
         // Preferred work elsewhere may run here rather than wait.
         for (size_t i = 0; i < preferred_cpu_.size(); ++i)
-            if (!preferred_cpu_[i].empty() && (!best || preferred_cpu_[i].top_priority() > best->fifo->top_priority())) {
+            if (!preferred_cpu_[i].empty() &&
+                (!best || preferred_cpu_[i].top_priority() > best->fifo->top_priority())) {
                 stolen = {&preferred_cpu_[i], {Placement::Kind::Cpu, int(i), false}};
                 best = &stolen;
             }
         for (size_t i = 0; i < preferred_numa_.size(); ++i)
-            if (!preferred_numa_[i].empty() && (!best || preferred_numa_[i].top_priority() > best->fifo->top_priority())) {
+            if (!preferred_numa_[i].empty() &&
+                (!best || preferred_numa_[i].top_priority() > best->fifo->top_priority())) {
                 stolen = {&preferred_numa_[i], {Placement::Kind::Numa, int(i), false}};
                 best = &stolen;
             }
@@ -150,7 +196,8 @@ size_t ReadyQueue::pop_batch(int cpu, int numa, nosv_task** out, size_t max) {
 }
 
 void ReadyQueue::unpop(nosv_task* const* tasks, size_t n) {
-    for (size_t i = n; i-- > 0;) push(tasks[i], {}, true);
+    for (size_t i = n; i-- > 0;)
+        push(tasks[i], {}, true);
 }
 
 } // namespace coexec::core

@@ -1,12 +1,14 @@
-// The process's ready tasks, by priority and placement. Not thread-safe: the
-// runtime guards it with its queue mutex. Every push and pop is mirrored in
-// the process's shared counters so other processes see its demand.
+// The process's ready tasks, by priority and placement. Not thread-safe, but
+// for push_unplaced(): the runtime guards every other member with its queue
+// mutex. Every push and pop is mirrored in the process's shared counters so
+// other processes see its demand.
 #pragma once
 
 #include "core/task.hpp"
 #include "scheduler/shared_scheduler.hpp"
 #include "shm/layout.hpp"
 
+#include <atomic>
 #include <deque>
 #include <utility>
 #include <vector>
@@ -19,6 +21,11 @@ class ReadyQueue {
 
     // Queues `task` with `where`; `front` puts it ahead of its priority peers.
     void push(nosv_task* task, const scheduler::Placement& where, bool front);
+    // Thread-safe and lock-free: queues a task that no thread owns yet, with
+    // no placement, at the back. The submit fast path: submitters never wait
+    // for the queue lock that workers take to pop. The task is counted at
+    // once, and the locked members see it from their next call on.
+    void push_unplaced(nosv_task* task);
     // The best task that may run on logical CPU `cpu` (on NUMA `numa`), or
     // null. Strict and preferred matches come first at equal priority; a
     // CPU with nothing of its own steals preferred work of other places.
@@ -31,7 +38,7 @@ class ReadyQueue {
     // Puts tasks taken by pop_batch back in front, in their order.
     void unpop(nosv_task* const* tasks, size_t n);
     // Highest priority ready for `cpu`, or INT_MIN.
-    int top_priority(int cpu, int numa) const;
+    int top_priority(int cpu, int numa);
     // Counts an item that is ready but held outside the queue (IMMEDIATE).
     void count_external(const scheduler::Placement& where, int delta);
 
@@ -58,9 +65,13 @@ class ReadyQueue {
         scheduler::Placement where;
     };
     Fifo& fifo_for(const nosv_task* task, const scheduler::Placement& where);
+    // Moves what push_unplaced() left in the intake into any_, in order.
+    void drain_intake();
     void count(const scheduler::Placement& where, int delta);
 
     shm::ProcSlot& counters_;
+    // Tasks from push_unplaced(), newest first (a Treiber stack).
+    std::atomic<nosv_task*> intake_{nullptr};
     // Unplaced work: fresh tasks in any_, tasks that live on a thread
     // (attached or resumed) in any_bound_, so batches never look inside a
     // task; ready_seq keeps FIFO order between the two.

@@ -79,7 +79,9 @@ void Runtime::make_ready(nosv_task* task, bool front) {
     // A task on its own thread takes an unheld CPU directly, decided before
     // it is queued: once queued it may run, end and be freed at any time.
     if (task->thread && give_directly(task, where, front)) return;
-    {
+    if (!task->thread && !front && where.kind == Placement::Kind::Any) {
+        queue_->push_unplaced(task); // lock-free: workers popping never delay a submit
+    } else {
         std::lock_guard guard(queue_mutex_);
         queue_->push(task, where, front);
     }

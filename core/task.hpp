@@ -14,14 +14,14 @@ namespace coexec::core {
 struct ThreadContext;
 
 enum class TaskState : uint32_t {
-    Created,   // never submitted, or completed and not resubmitted
-    Ready,     // in the ready queue (or stashed as an IMMEDIATE successor)
-    Running,   // bound to a thread that holds a CPU
-    Resumed,   // running, and a submit arrived before its pause
-    Paused,    // waiting for nosv_submit
-    Waiting,   // in nosv_waitfor
-    Blocked,   // between coexec_block_enter and coexec_block_exit
-    Ended,     // run and end callbacks done, events still pending
+    Created, // never submitted, or completed and not resubmitted
+    Ready,   // in the ready queue (or stashed as an IMMEDIATE successor)
+    Running, // bound to a thread that holds a CPU
+    Resumed, // running, and a submit arrived before its pause
+    Paused,  // waiting for nosv_submit
+    Waiting, // in nosv_waitfor
+    Blocked, // between coexec_block_enter and coexec_block_exit
+    Ended,   // run and end callbacks done, events still pending
 };
 } // namespace coexec::core
 
@@ -49,6 +49,7 @@ struct alignas(64) nosv_task {
     coexec::core::ThreadContext* thread = nullptr;
     nosv_task* blocking_waiter = nullptr; // resumed when this task completes
     uint64_t ready_seq = 0;               // FIFO order among queues (ReadyQueue)
+    nosv_task* intake_next = nullptr;     // link in ReadyQueue's lock-free intake
     uint64_t magic = 0;                   // kTaskMagic while alive
     size_t metadata_size = 0;
     // Metadata follows the struct.
@@ -58,6 +59,10 @@ struct alignas(64) nosv_task {
 namespace coexec::core {
 inline constexpr uint64_t kTypeMagic = 0x7479706563786563ULL;
 inline constexpr uint64_t kTaskMagic = 0x7461736b63786563ULL;
-inline bool valid(const nosv_task_type* t) { return t && t->magic == kTypeMagic; }
-inline bool valid(const nosv_task* t) { return t && t->magic == kTaskMagic; }
+inline bool valid(const nosv_task_type* t) {
+    return t && t->magic == kTypeMagic;
+}
+inline bool valid(const nosv_task* t) {
+    return t && t->magic == kTaskMagic;
+}
 } // namespace coexec::core

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 using namespace coexec::core;
 using coexec::scheduler::Placement;
@@ -71,7 +75,8 @@ TEST_F(QueueTest, LocalWorkBeatsStealingAndPriorityAcrossQueues) {
 }
 
 TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
-    coexec::core::ThreadContext* some_thread = reinterpret_cast<coexec::core::ThreadContext*>(0x1000);
+    coexec::core::ThreadContext* some_thread =
+        reinterpret_cast<coexec::core::ThreadContext*>(0x1000);
     tasks[0].thread = some_thread; // a resumed task
     q.push(t(0), {}, false);
     q.push(t(1), {}, false);
@@ -86,7 +91,8 @@ TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
 
 TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
     nosv_task many[40];
-    for (auto& m : many) q.push(&m, {}, false);
+    for (auto& m : many)
+        q.push(&m, {}, false);
     nosv_task* out[16];
     size_t n = q.pop_batch(0, 0, out, 16);
     EXPECT_EQ(n, 10u); // 1 + 39 / (2 CPUs * 2)
@@ -96,4 +102,63 @@ TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
     q.unpop(out + 1, n - 1);
     EXPECT_EQ(slot->ready_total.load(), 39);
     EXPECT_EQ(q.pop(0, 0), &many[1]);
+}
+
+TEST_F(QueueTest, UnplacedPushesKeepOrderAndPriorityWithLockedPushes) {
+    q.push_unplaced(t(0));
+    q.push(t(1), {}, false); // after the lock-free push, so behind it
+    q.push_unplaced(t(2, 3));
+    q.push_unplaced(t(3));
+    EXPECT_EQ(slot->ready_total.load(), 4);
+    EXPECT_EQ(slot->ready_any.load(), 4);
+    EXPECT_EQ(q.top_priority(0, 0), 3);
+    EXPECT_EQ(q.pop(0, 0), &tasks[2]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[1]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[3]);
+    EXPECT_EQ(q.pop(0, 0), nullptr);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+}
+
+// Several submitters push lock-free while a consumer pops under a lock, as
+// the runtime does: every task comes out exactly once, each submitter's in
+// its own order, and the counters end at zero.
+TEST(ReadyQueueConcurrency, LockFreeSubmittersLoseNothing) {
+    auto slot = std::make_unique<coexec::shm::ProcSlot>();
+    ReadyQueue q{*slot, 2, 1};
+    constexpr int kProducers = 3, kPerProducer = 20000;
+    std::vector<nosv_task> tasks(size_t(kProducers * kPerProducer));
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; ++p)
+        producers.emplace_back([&, p] {
+            for (int i = 0; i < kPerProducer; ++i)
+                q.push_unplaced(&tasks[size_t(p * kPerProducer + i)]);
+        });
+    std::mutex lock;
+    std::vector<int> last(kProducers, -1);
+    int popped = 0, out_of_order = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (popped < kProducers * kPerProducer && std::chrono::steady_clock::now() < deadline) {
+        nosv_task* batch[16];
+        size_t n;
+        {
+            std::lock_guard guard(lock);
+            n = q.pop_batch(popped % 2, 0, batch, 16);
+        }
+        for (size_t k = 0; k < n; ++k) {
+            const int index = int(batch[k] - tasks.data());
+            const int p = index / kPerProducer, i = index % kPerProducer;
+            out_of_order += i <= last[size_t(p)];
+            last[size_t(p)] = i;
+        }
+        popped += int(n);
+    }
+    for (auto& t : producers)
+        t.join();
+    EXPECT_EQ(popped, kProducers * kPerProducer) << "tasks lost";
+    EXPECT_EQ(out_of_order, 0);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+    EXPECT_EQ(slot->ready_any.load(), 0);
+    std::lock_guard guard(lock);
+    EXPECT_EQ(q.pop(0, 0), nullptr);
 }
