@@ -22,6 +22,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -268,17 +269,33 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log):
         log.flush()
         procs.append(subprocess.Popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT,
                                       start_new_session=True))
+    # Blocking waits (exact exit times; Popen.wait(timeout=) polls in steps
+    # of up to 50 ms, coarser than the shortest scenarios), and a watchdog
+    # that kills what is still running at the deadline.
+    killed = []
+
+    def kill_all():
+        for p in procs:
+            if p.returncode is None:
+                killed.append(p)
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    watchdog = threading.Timer(max(0.1, timeout), kill_all)
+    watchdog.start()
     status = "ok"
-    for p in procs:
-        left = max(0.1, timeout - (time.monotonic() - start))
-        try:
-            if p.wait(timeout=left) != 0:
+    try:
+        for p in procs:
+            if p.wait() != 0 and status == "ok":
                 status = f"exit {p.returncode}"
-        except subprocess.TimeoutExpired:
-            status = "timeout"
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    return time.monotonic() - start, status
+    finally:
+        watchdog.cancel()
+    elapsed = time.monotonic() - start
+    if killed:
+        status = "timeout"
+    return elapsed, status
 
 
 @dataclass
