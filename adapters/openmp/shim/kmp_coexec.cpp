@@ -6,6 +6,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -295,10 +297,15 @@ void __kmp_coexec_wake(void* task) {
 
 bool __kmp_coexec_yield() {
     if (!__kmp_coexec_on() || !slot.holds_cpu() || slot.inside_coexec()) return false;
-    // A relaxed probe: when nobody waits, the spinning thread keeps its CPU.
+    // A relaxed probe: when no coexec thread waits, the spinning thread keeps
+    // its CPU, but still lets the kernel run a thread outside coexec that
+    // shares it (a root in serial code, a host thread of another library);
+    // the raw syscall bypasses the sched_yield wrapper.
     if (coexec_cpu_wanted()) {
         ThreadSlot::Inside inside(slot);
         nosv_yield(NOSV_YIELD_NONE);
+    } else {
+        syscall(SYS_sched_yield);
     }
     return true;
 }
