@@ -1,6 +1,7 @@
 // The private ready queue: priorities, FIFO order, placement, stealing and
 // the shared counters that mirror it.
 #include "core/ready_queue.hpp"
+#include "core/spin_lock.hpp"
 #include "core/thread_context.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace coexec::core;
 using coexec::scheduler::Placement;
@@ -161,4 +165,33 @@ TEST(ReadyQueueConcurrency, LockFreeSubmittersLoseNothing) {
     EXPECT_EQ(slot->ready_any.load(), 0);
     std::lock_guard guard(lock);
     EXPECT_EQ(q.pop(0, 0), nullptr);
+}
+
+// The adapters interpose sched_yield() to give coexec CPUs away; the queue
+// lock's backoff must not go through it, or a thread that contends for the
+// lock in the middle of a scheduling operation re-enters the scheduler (it
+// hung HPCCG under the OpenMP and PoCL adapters). This binary interposes
+// sched_yield itself and counts the calls.
+namespace {
+std::atomic<int> interposed_yields{0};
+}
+extern "C" int sched_yield() noexcept {
+    interposed_yields.fetch_add(1, std::memory_order_relaxed);
+    return int(::syscall(SYS_sched_yield));
+}
+
+TEST(QueueLock, BackoffNeverCallsAnInterposableSchedYield) {
+    SpinLock lock;
+    long counter = 0;
+    auto hammer = [&] {
+        for (int i = 0; i < 200000; ++i) {
+            std::lock_guard guard(lock);
+            ++counter;
+        }
+    };
+    std::thread a(hammer), b(hammer);
+    a.join();
+    b.join();
+    EXPECT_EQ(counter, 400000);
+    EXPECT_EQ(interposed_yields.load(), 0);
 }
