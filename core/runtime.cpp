@@ -274,6 +274,9 @@ void Runtime::stop() {
         sched_->unregister_process(proc_, wakes);
     }
     wakes.flush(s);
+    // The last process out takes the segment's name with it: nothing stays
+    // in /dev/shm once an instance is done.
+    mapping_.remove_if_last();
 }
 
 Runtime::~Runtime() = default;

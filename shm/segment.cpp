@@ -7,7 +7,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <new>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,9 +19,12 @@ constexpr size_t kSize = sizeof(Segment);
 
 mode_t mode_for(Isolation isolation) {
     switch (isolation) {
-    case Isolation::Group: return 0660;
-    case Isolation::Public: return 0666;
-    default: return 0600;
+    case Isolation::Group:
+        return 0660;
+    case Isolation::Public:
+        return 0666;
+    default:
+        return 0600;
     }
 }
 
@@ -58,7 +60,8 @@ void format(Segment& s, const SegmentOptions& options) {
         cpu.turn_proc.store(kNone, std::memory_order_relaxed);
         cpu.stint_proc = kNone;
     }
-    for (auto& p : s.procs) p.pool_head = kNone;
+    for (auto& p : s.procs)
+        p.pool_head = kNone;
     if (options.initialize) options.initialize(s);
     // Publish last: a reader that sees the magic sees a formatted segment.
     h.magic.store(kMagic, std::memory_order_release);
@@ -67,14 +70,36 @@ void format(Segment& s, const SegmentOptions& options) {
 // Checks a mapped segment's identity without touching anything else in it.
 SegmentError validate(const Segment& s, size_t size, const std::string& name) {
     if (size < sizeof(Header) || s.header.magic.load(std::memory_order_acquire) != kMagic)
-        return fail(SegmentError::Kind::Foreign,
-                    "shared segment " + name + " is not a coexec segment (bad magic); remove it with `coexec reset --force`");
+        return fail(
+            SegmentError::Kind::Foreign,
+            "shared segment " + name +
+                " is not a coexec segment (bad magic); remove it with `coexec reset --force`");
     if (s.header.abi_version != kAbiVersion || s.header.total_size != kSize || size != kSize)
         return fail(SegmentError::Kind::VersionMismatch,
-                    "shared segment " + name + " has ABI version " + std::to_string(s.header.abi_version) +
-                        ", this coexec uses " + std::to_string(kAbiVersion) +
+                    "shared segment " + name + " has ABI version " +
+                        std::to_string(s.header.abi_version) + ", this coexec uses " +
+                        std::to_string(kAbiVersion) +
                         "; stop the processes using it, or remove it with `coexec reset --force`");
     return {};
+}
+
+// Two one-byte open-file-description locks on the segment's file, released by
+// the kernel when the holder dies: byte 0 serialises creation, formatting and
+// removal; byte 1 is held shared by every open mapping, so an exclusive
+// attempt on it tells whether anyone else still uses the segment.
+constexpr off_t kCreationByte = 0;
+constexpr off_t kInUseByte = 1;
+
+bool ofd_lock(int fd, short type, off_t byte, bool wait) {
+    struct flock fl {};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    for (;;) {
+        if (::fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) return true;
+        if (errno != EINTR) return false;
+    }
 }
 
 Segment* map_fd(int fd, size_t size) {
@@ -84,13 +109,15 @@ Segment* map_fd(int fd, size_t size) {
 
 // Refuses a segment that another user could have planted or can tamper with.
 SegmentError check_owner(int fd, const SegmentOptions& options, const std::string& name) {
-    struct stat st{};
-    if (::fstat(fd, &st) != 0) return fail(SegmentError::Kind::System, errno_text("cannot stat", name));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+        return fail(SegmentError::Kind::System, errno_text("cannot stat", name));
     if (options.isolation == Isolation::User &&
         (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0))
-        return fail(SegmentError::Kind::Permission,
-                    "shared segment " + name + " is not private to this user (owner uid " +
-                        std::to_string(st.st_uid) + ", mode " + std::to_string(st.st_mode & 0777) + ")");
+        return fail(SegmentError::Kind::Permission, "shared segment " + name +
+                                                        " is not private to this user (owner uid " +
+                                                        std::to_string(st.st_uid) + ", mode " +
+                                                        std::to_string(st.st_mode & 0777) + ")");
     return {};
 }
 
@@ -98,18 +125,23 @@ SegmentError check_owner(int fd, const SegmentOptions& options, const std::strin
 
 std::string segment_shm_name(const SegmentOptions& o) {
     switch (o.isolation) {
-    case Isolation::Process: return {};
-    case Isolation::User: return "/coexec." + o.name + ".u" + std::to_string(::geteuid());
-    case Isolation::Group: return "/coexec." + o.name + ".g" + std::to_string(::getegid());
-    case Isolation::Public: return "/coexec." + o.name + ".public";
+    case Isolation::Process:
+        return {};
+    case Isolation::User:
+        return "/coexec." + o.name + ".u" + std::to_string(::geteuid());
+    case Isolation::Group:
+        return "/coexec." + o.name + ".g" + std::to_string(::getegid());
+    case Isolation::Public:
+        return "/coexec." + o.name + ".public";
     }
     return {};
 }
 
 bool parse_isolation(const std::string& text, Isolation& out) {
-    static constexpr std::pair<const char*, Isolation> names[] = {
-        {"process", Isolation::Process}, {"user", Isolation::User},
-        {"group", Isolation::Group}, {"public", Isolation::Public}};
+    static constexpr std::pair<const char*, Isolation> names[] = {{"process", Isolation::Process},
+                                                                  {"user", Isolation::User},
+                                                                  {"group", Isolation::Group},
+                                                                  {"public", Isolation::Public}};
     for (auto& [n, v] : names)
         if (text == n) {
             out = v;
@@ -120,10 +152,14 @@ bool parse_isolation(const std::string& text, Isolation& out) {
 
 const char* isolation_name(Isolation isolation) {
     switch (isolation) {
-    case Isolation::Process: return "process";
-    case Isolation::User: return "user";
-    case Isolation::Group: return "group";
-    case Isolation::Public: return "public";
+    case Isolation::Process:
+        return "process";
+    case Isolation::User:
+        return "user";
+    case Isolation::Group:
+        return "group";
+    case Isolation::Public:
+        return "public";
     }
     return "?";
 }
@@ -131,7 +167,8 @@ const char* isolation_name(Isolation isolation) {
 SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError& error) {
     error = {};
     if (options.name.empty() || options.name.find('/') != std::string::npos) {
-        error = fail(SegmentError::Kind::System, "invalid shared_memory.name '" + options.name + "'");
+        error =
+            fail(SegmentError::Kind::System, "invalid shared_memory.name '" + options.name + "'");
         return {};
     }
     if (options.isolation == Isolation::Process) {
@@ -148,9 +185,29 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
     const std::string name = segment_shm_name(options);
     const mode_t mode = mode_for(options.isolation);
     int flags = O_RDWR | O_CLOEXEC | (options.create ? O_CREAT : 0);
-    int fd = ::shm_open(name.c_str(), flags, mode);
+    int fd = -1;
+    bool locked = false;
+    // The last process out may remove the name between our open and our
+    // creation lock: then open again (a fresh segment).
+    for (int attempt = 0; attempt < 100 && !locked; ++attempt) {
+        fd = ::shm_open(name.c_str(), flags, mode);
+        if (fd < 0) break;
+        struct stat st {};
+        if (!ofd_lock(fd, F_WRLCK, kCreationByte, true) || ::fstat(fd, &st) != 0) {
+            error =
+                fail(SegmentError::Kind::System, errno_text("cannot lock shared segment", name));
+            ::close(fd);
+            return {};
+        }
+        locked = st.st_nlink > 0;
+        if (!locked) {
+            ::close(fd);
+            fd = -1;
+            errno = ENOENT;
+        }
+    }
     if (fd < 0) {
-        auto kind = errno == ENOENT ? SegmentError::Kind::NotFound
+        auto kind = errno == ENOENT   ? SegmentError::Kind::NotFound
                     : errno == EACCES ? SegmentError::Kind::Permission
                                       : SegmentError::Kind::System;
         error = fail(kind, kind == SegmentError::Kind::NotFound
@@ -163,25 +220,27 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
         error = e;
         return {};
     }
-    // The creation lock: flock is dropped by the kernel if we die here.
-    ::flock(fd, LOCK_EX);
-    struct stat st{};
+    // We hold the creation lock (dropped by the kernel if we die here).
+    struct stat st {};
     ::fstat(fd, &st);
     Segment* s = nullptr;
     if (st.st_size == 0 && options.create) {
         // Our umask must not narrow a group or public segment.
         ::fchmod(fd, mode);
         if (::ftruncate(fd, off_t(kSize)) != 0 || !(s = map_fd(fd, kSize))) {
-            error = fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
+            error =
+                fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
         } else {
             format(*new (s) Segment, options);
         }
     } else if (size_t(st.st_size) < sizeof(Header)) {
-        error = fail(SegmentError::Kind::Foreign, "shared segment " + name + " is truncated; remove it with `coexec reset --force`");
+        error =
+            fail(SegmentError::Kind::Foreign,
+                 "shared segment " + name + " is truncated; remove it with `coexec reset --force`");
     } else if (!(s = map_fd(fd, size_t(st.st_size)))) {
         error = fail(SegmentError::Kind::System, errno_text("cannot map shared segment", name));
-    } else if (s->header.magic.load(std::memory_order_acquire) == 0 && size_t(st.st_size) == kSize &&
-               options.create) {
+    } else if (s->header.magic.load(std::memory_order_acquire) == 0 &&
+               size_t(st.st_size) == kSize && options.create) {
         // A creator died before publishing: format it again.
         std::memset(static_cast<void*>(s), 0, kSize);
         format(*new (s) Segment, options);
@@ -190,7 +249,12 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
         s = nullptr;
         error = e;
     }
-    ::flock(fd, LOCK_UN);
+    if (s && !ofd_lock(fd, F_RDLCK, kInUseByte, true)) {
+        error = fail(SegmentError::Kind::System, errno_text("cannot lock shared segment", name));
+        ::munmap(s, size_t(st.st_size));
+        s = nullptr;
+    }
+    ofd_lock(fd, F_UNLCK, kCreationByte, false);
     if (!s) {
         ::close(fd);
         return {};
@@ -201,14 +265,16 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
 SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
     error = {};
     if (fd_ < 0) {
-        error = fail(SegmentError::Kind::System, "a process-private segment cannot be mapped again");
+        error =
+            fail(SegmentError::Kind::System, "a process-private segment cannot be mapped again");
         return {};
     }
     int fd = ::dup(fd_);
     Segment* s = fd >= 0 ? map_fd(fd, kSize) : nullptr;
     if (!s) {
         if (fd >= 0) ::close(fd);
-        error = fail(SegmentError::Kind::System, errno_text("cannot map shared segment", shm_name_));
+        error =
+            fail(SegmentError::Kind::System, errno_text("cannot map shared segment", shm_name_));
         return {};
     }
     return SegmentMapping(s, fd, shm_name_);
@@ -222,6 +288,21 @@ bool SegmentMapping::unlink(const SegmentOptions& options, std::string& message)
     return false;
 }
 
+bool SegmentMapping::remove_if_last() const {
+    if (fd_ < 0 || shm_name_.empty()) return false;
+    bool removed = false;
+    if (ofd_lock(fd_, F_WRLCK, kCreationByte, true)) {
+        // Converting our shared in-use lock to exclusive succeeds only if no
+        // other open file description holds it: nobody else has the segment.
+        if (ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
+            removed = ::shm_unlink(shm_name_.c_str()) == 0;
+            ofd_lock(fd_, F_RDLCK, kInUseByte, true);
+        }
+        ofd_lock(fd_, F_UNLCK, kCreationByte, false);
+    }
+    return removed;
+}
+
 void SegmentMapping::reset() {
     if (segment_) ::munmap(segment_, kSize);
     if (fd_ >= 0) ::close(fd_);
@@ -229,7 +310,9 @@ void SegmentMapping::reset() {
     fd_ = -1;
 }
 
-SegmentMapping::~SegmentMapping() { reset(); }
+SegmentMapping::~SegmentMapping() {
+    reset();
+}
 
 SegmentMapping::SegmentMapping(SegmentMapping&& o) noexcept
     : segment_(std::exchange(o.segment_, nullptr)), fd_(std::exchange(o.fd_, -1)),

@@ -55,13 +55,22 @@ class SegmentMapping {
     // Existing mappings stay valid.
     static bool unlink(const SegmentOptions& options, std::string& message);
 
+    // Removes the segment's name if no other open mapping of it exists in
+    // any process (every open() holds a shared lock on the segment until its
+    // mapping is destroyed); true if it did. For the last process to leave:
+    // an instance leaves nothing behind in /dev/shm. A process that opens
+    // the name concurrently either sees the segment before it is removed and
+    // keeps it, or creates a fresh one.
+    bool remove_if_last() const;
+
     Segment* get() const { return segment_; }
     Segment* operator->() const { return segment_; }
     explicit operator bool() const { return segment_ != nullptr; }
     const std::string& shm_name() const { return shm_name_; }
 
   private:
-    SegmentMapping(Segment* s, int fd, std::string name) : segment_(s), fd_(fd), shm_name_(std::move(name)) {}
+    SegmentMapping(Segment* s, int fd, std::string name)
+        : segment_(s), fd_(fd), shm_name_(std::move(name)) {}
     void reset();
     Segment* segment_ = nullptr;
     int fd_ = -1;

@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace coexec;
 
 namespace {
@@ -45,7 +48,8 @@ struct Countdown {
         if (left.fetch_sub(1) == 1) nosv_submit(waiter, NOSV_SUBMIT_NONE);
     }
     void wait() {
-        while (left.load() > 0) ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+        while (left.load() > 0)
+            ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
     }
 };
 
@@ -63,11 +67,14 @@ void run_record(nosv_task_t t) {
     m->ran_on = nosv_get_current_system_cpu();
     m->order = g_order.fetch_add(1);
 }
-void completed_hit(nosv_task_t t) { static_cast<Meta*>(nosv_get_task_metadata(t))->countdown->hit(); }
+void completed_hit(nosv_task_t t) {
+    static_cast<Meta*>(nosv_get_task_metadata(t))->countdown->hit();
+}
 
 nosv_task_type_t make_type(const char* label = "t") {
     nosv_task_type_t type;
-    EXPECT_EQ(nosv_type_init(&type, run_record, nullptr, completed_hit, label, nullptr, nullptr, 0), 0);
+    EXPECT_EQ(nosv_type_init(&type, run_record, nullptr, completed_hit, label, nullptr, nullptr, 0),
+              0);
     return type;
 }
 
@@ -100,13 +107,44 @@ TEST(Api, InitNestsAndShutdownReleasesEverything) {
     ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
     EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
     EXPECT_EQ(coexec_is_active(), 1);
-    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
-    EXPECT_EQ(coexec_is_active(), 0);
+    {
+        // An open mapping (as `coexec top` holds) keeps the segment alive.
+        auto watcher = seg.map();
+        ASSERT_TRUE(watcher);
+        EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+        EXPECT_EQ(coexec_is_active(), 0);
+        // It shows no process and no held CPU.
+        EXPECT_EQ(watcher->header.alive_count, 0);
+        for (int c = 0; c < watcher->header.cpu_count; ++c)
+            EXPECT_EQ(watcher->cpus[c].owner_proc.load(), shm::kNone);
+    }
     EXPECT_EQ(nosv_shutdown(), NOSV_ERR_NOT_INITIALIZED);
-    // The segment shows no process and no held CPU.
-    auto m = seg.map();
-    EXPECT_EQ(m->header.alive_count, 0);
-    for (int c = 0; c < m->header.cpu_count; ++c) EXPECT_EQ(m->cpus[c].owner_proc.load(), shm::kNone);
+}
+
+// Nothing stays in /dev/shm once the last process of an instance has shut
+// down; the next nosv_init creates the segment again.
+TEST(Api, LastProcessOutRemovesTheSegment) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + shm::segment_shm_name(seg.options());
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        // A second process of the instance: its exit must not remove the
+        // segment while we are still in it.
+        ::unsetenv("COEXEC_DISABLE");
+        int ok = nosv_init() == NOSV_SUCCESS && nosv_shutdown() == NOSV_SUCCESS;
+        ::_exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while a process was still in it";
+    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " left behind";
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0);
+    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
 }
 
 TEST(Api, ErrorStringsNameEveryCode) {
@@ -122,8 +160,10 @@ TEST(Api, BadArgumentsGetDocumentedCodes) {
     nosv_task_t t;
     EXPECT_EQ(nosv_type_init(nullptr, run_record, nullptr, nullptr, "x", nullptr, nullptr, 0),
               NOSV_ERR_INVALID_PARAMETER);
-    EXPECT_EQ(nosv_type_init(&type, nullptr, nullptr, nullptr, "x", nullptr, nullptr, 0), NOSV_ERR_INVALID_CALLBACK);
-    EXPECT_EQ(nosv_type_init(&type, run_record, nullptr, nullptr, "x", nullptr, nullptr, NOSV_TYPE_INIT_EXTERNAL),
+    EXPECT_EQ(nosv_type_init(&type, nullptr, nullptr, nullptr, "x", nullptr, nullptr, 0),
+              NOSV_ERR_INVALID_CALLBACK);
+    EXPECT_EQ(nosv_type_init(&type, run_record, nullptr, nullptr, "x", nullptr, nullptr,
+                             NOSV_TYPE_INIT_EXTERNAL),
               NOSV_ERR_INVALID_CALLBACK);
     EXPECT_EQ(nosv_type_init(&type, run_record, nullptr, nullptr, "x", nullptr, nullptr, 1u << 7),
               NOSV_ERR_INVALID_PARAMETER);
@@ -135,12 +175,14 @@ TEST(Api, BadArgumentsGetDocumentedCodes) {
     EXPECT_EQ(nosv_submit(nullptr, 0), NOSV_ERR_INVALID_PARAMETER);
     ASSERT_EQ(nosv_create(&t, type, NOSV_MAX_METADATA_SIZE, 0), NOSV_SUCCESS);
     EXPECT_EQ(nosv_submit(t, 1u << 20), NOSV_ERR_INVALID_PARAMETER);
-    EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE | NOSV_SUBMIT_IMMEDIATE), NOSV_ERR_INVALID_PARAMETER);
+    EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE | NOSV_SUBMIT_IMMEDIATE),
+              NOSV_ERR_INVALID_PARAMETER);
     EXPECT_EQ(nosv_pause(1), NOSV_ERR_INVALID_PARAMETER);
     EXPECT_EQ(nosv_destroy(nullptr, 0), NOSV_ERR_INVALID_PARAMETER);
     EXPECT_EQ(nosv_decrease_event_counter(nullptr, 1), NOSV_ERR_INVALID_PARAMETER);
     EXPECT_EQ(nosv_increase_event_counter(0), NOSV_ERR_INVALID_PARAMETER);
-    nosv_affinity_t bad = nosv_affinity_get(4000, NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
+    nosv_affinity_t bad =
+        nosv_affinity_get(4000, NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
     std::thread([&] {
         nosv_task_t x;
         EXPECT_EQ(nosv_attach(&x, &bad, "x", 0), NOSV_ERR_INVALID_PARAMETER);
@@ -205,7 +247,8 @@ TEST(Api, ManyTasksRunAndCompleteOnce) {
     }
     cd.wait();
     EXPECT_EQ(cd.left.load(), 0);
-    for (auto t : tasks) EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
+    for (auto t : tasks)
+        EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
     nosv_type_destroy(type, 0);
 }
 
@@ -220,12 +263,14 @@ TEST(Api, PriorityOrderOnOneCpu) {
     EXPECT_EQ(nosv_get_task_priority(hi), 9);
     // The main task holds the only CPU while submitting: order is decided
     // by priority when it pauses.
-    for (auto t : {lo, mid, hi}) ASSERT_EQ(nosv_submit(t, 0), 0);
+    for (auto t : {lo, mid, hi})
+        ASSERT_EQ(nosv_submit(t, 0), 0);
     cd.wait();
     auto order = [](nosv_task_t t) { return static_cast<Meta*>(nosv_get_task_metadata(t))->order; };
     EXPECT_LT(order(hi), order(mid));
     EXPECT_LT(order(mid), order(lo));
-    for (auto t : {lo, mid, hi}) nosv_destroy(t, 0);
+    for (auto t : {lo, mid, hi})
+        nosv_destroy(t, 0);
     nosv_type_destroy(type, 0);
 }
 
@@ -240,7 +285,8 @@ TEST(Api, StrictAffinityRunsOnlyThere) {
     for (int c = 0; c < ncpu; ++c)
         for (int i = 0; i < per_cpu; ++i) {
             nosv_task_t t = make_task(type, &cd);
-            nosv_affinity_t a = nosv_affinity_get(uint32_t(cpus[c]), NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
+            nosv_affinity_t a = nosv_affinity_get(uint32_t(cpus[c]), NOSV_AFFINITY_LEVEL_CPU,
+                                                  NOSV_AFFINITY_TYPE_STRICT);
             nosv_set_task_affinity(t, &a);
             EXPECT_EQ(nosv_get_task_affinity(t).index, uint32_t(cpus[c]));
             static_cast<Meta*>(nosv_get_task_metadata(t))->value = cpus[c];
@@ -269,15 +315,17 @@ TEST(Api, PausedTaskIsResumedByAnotherTask) {
     static nosv_task_t waiter;
     waiter = in.main();
     nosv_task_type_t type;
-    ASSERT_EQ(nosv_type_init(&type, [](nosv_task_t) { nosv_submit(waiter, 0); }, nullptr, nullptr, "r", nullptr,
-                             nullptr, 0),
+    ASSERT_EQ(nosv_type_init(
+                  &type, [](nosv_task_t) { nosv_submit(waiter, 0); }, nullptr, nullptr, "r",
+                  nullptr, nullptr, 0),
               0);
     nosv_task_t t;
     ASSERT_EQ(nosv_create(&t, type, 0, 0), 0);
     ASSERT_EQ(nosv_submit(t, 0), 0);
     EXPECT_EQ(nosv_pause(0), NOSV_SUCCESS);
     // Wait until the resumer has fully ended before destroying it.
-    while (nosv_destroy(t, 0) != NOSV_SUCCESS) nosv_yield(0);
+    while (nosv_destroy(t, 0) != NOSV_SUCCESS)
+        nosv_yield(0);
     nosv_type_destroy(type, 0);
 }
 
@@ -376,7 +424,8 @@ TEST(Api, CompletedWaitsForEventsAndMayDestroyTheTask) {
     EXPECT_EQ(nosv_decrease_event_counter(pending, 1), 0);
     EXPECT_EQ(completions.load(), 0);
     EXPECT_EQ(nosv_decrease_event_counter(pending, 1), 0);
-    while (completions.load() == 0) nosv_pause(0);
+    while (completions.load() == 0)
+        nosv_pause(0);
     EXPECT_EQ(completions.load(), 1);
     nosv_type_destroy(type, 0);
 }
@@ -445,7 +494,8 @@ TEST(Api, SubmitAndWaitRoundsNeverLoseATask) {
         ASSERT_EQ(nosv_submit(pinned, 0), 0);
         cd.wait();
         for (nosv_task_t t : {any, pinned})
-            while (nosv_destroy(t, 0) != 0) nosv_yield(0); // its worker may still be leaving it
+            while (nosv_destroy(t, 0) != 0)
+                nosv_yield(0); // its worker may still be leaving it
     }
     nosv_type_destroy(type, 0);
 }

@@ -22,7 +22,9 @@ SegmentOptions named(const std::string& name, Isolation iso = Isolation::User) {
     return o;
 }
 
-std::string unique(const char* tag) { return std::string(tag) + std::to_string(::getpid()); }
+std::string unique(const char* tag) {
+    return std::string(tag) + std::to_string(::getpid());
+}
 
 struct Unlinker {
     SegmentOptions o;
@@ -41,7 +43,7 @@ TEST(Segment, PerUserNameAndMode0600) {
     auto m = SegmentMapping::open(o, e);
     ASSERT_TRUE(m) << e.message;
     EXPECT_NE(m.shm_name().find(".u" + std::to_string(::geteuid())), std::string::npos);
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(("/dev/shm" + m.shm_name()).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     EXPECT_EQ(m->header.abi_version, kAbiVersion);
@@ -60,7 +62,7 @@ TEST(Segment, IsolationLevelsHaveDistinctNamesAndModes) {
     ASSERT_TRUE(mg) << e.message;
     auto mp = SegmentMapping::open(p, e);
     ASSERT_TRUE(mp) << e.message;
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(("/dev/shm" + mg.shm_name()).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0660u);
     ASSERT_EQ(::stat(("/dev/shm" + mp.shm_name()).c_str(), &st), 0);
@@ -139,7 +141,8 @@ TEST(Segment, TwoMappingsAtDifferentAddressesSeeTheSameState) {
     a->threads[5].next = 9;
     a->header.thread_free_head = 0;
     int hops = 0;
-    for (int32_t t = b->header.thread_free_head; t != 9 && hops < 3; t = b->threads[t].next) ++hops;
+    for (int32_t t = b->header.thread_free_head; t != 9 && hops < 3; t = b->threads[t].next)
+        ++hops;
     EXPECT_EQ(hops, 2);
     // The lock taken through one mapping excludes the other.
     ASSERT_EQ(pthread_mutex_lock(&a->header.lock), 0);
@@ -171,10 +174,14 @@ TEST(RobustLock, DeadHolderIsRepairedByTheNextLocker) {
     });
     EXPECT_EQ(test::wait_child(child), 128 + SIGKILL);
     int repairs = 0;
-    { RobustLock lock(*m, [&] { ++repairs; }); }
+    {
+        RobustLock lock(*m, [&] { ++repairs; });
+    }
     EXPECT_EQ(repairs, 1);
     // Consistent again: the next locker sees a healthy lock.
-    { RobustLock lock(*m, [&] { ++repairs; }); }
+    {
+        RobustLock lock(*m, [&] { ++repairs; });
+    }
     EXPECT_EQ(repairs, 1);
 }
 
@@ -186,9 +193,33 @@ TEST(Liveness, PidAndStartTimeIdentifyAProcess) {
     pid_t child = test::fork_child([] { return 0; });
     uint64_t child_start = process_start_time(child);
     // Exited but not reaped: a zombie counts as dead.
-    for (int i = 0; i < 200 && process_alive(child, child_start); ++i) ::usleep(5000);
+    for (int i = 0; i < 200 && process_alive(child, child_start); ++i)
+        ::usleep(5000);
     EXPECT_FALSE(process_alive(child, child_start));
     test::wait_child(child);
     EXPECT_FALSE(process_alive(child, child_start));
     EXPECT_FALSE(process_alive(0, 0));
+}
+
+TEST(Segment, RemovedOnlyByTheLastOpenMapping) {
+    auto o = named(unique("last"));
+    Unlinker u{o};
+    SegmentError e;
+    auto a = SegmentMapping::open(o, e);
+    ASSERT_TRUE(a) << e.message;
+    const std::string path = "/dev/shm" + a.shm_name();
+    {
+        auto b = SegmentMapping::open(o, e); // another opener, as another process would be
+        ASSERT_TRUE(b) << e.message;
+        EXPECT_FALSE(a.remove_if_last());
+        EXPECT_FALSE(b.remove_if_last());
+        EXPECT_EQ(::access(path.c_str(), F_OK), 0);
+    }
+    EXPECT_TRUE(a.remove_if_last());
+    EXPECT_NE(::access(path.c_str(), F_OK), 0);
+    // The old mapping stays usable; a new opener gets a fresh segment.
+    a->header.alive_count = 7;
+    auto c = SegmentMapping::open(o, e);
+    ASSERT_TRUE(c) << e.message;
+    EXPECT_EQ(c->header.alive_count, 0);
 }
