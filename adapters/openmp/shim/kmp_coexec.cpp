@@ -144,6 +144,9 @@ class ThreadSlot {
         ThreadSlot& s_;
     };
     bool inside_coexec() const { return inside_ != 0; }
+    // True once every kYieldEvery calls: when a spinning thread also yields
+    // to the kernel.
+    bool spin_tick() { return ++spins_ % kYieldEvery == 0; }
 
     Role role() const { return role_; }
     bool holds_cpu() const { return holds_; }
@@ -227,6 +230,8 @@ class ThreadSlot {
     Role role_ = Role::none;
     bool holds_ = false;
     int depth_ = 0;
+    static constexpr unsigned kYieldEvery = 64;
+    unsigned spins_ = 0;
     void* task_ = nullptr;
     bool have_mask_ = false;
     cpu_set_t mask_{};
@@ -298,13 +303,14 @@ void __kmp_coexec_wake(void* task) {
 bool __kmp_coexec_yield() {
     if (!__kmp_coexec_on() || !slot.holds_cpu() || slot.inside_coexec()) return false;
     // A relaxed probe: when no coexec thread waits, the spinning thread keeps
-    // its CPU, but still lets the kernel run a thread outside coexec that
-    // shares it (a root in serial code, a host thread of another library);
-    // the raw syscall bypasses the sched_yield wrapper.
+    // its CPU. Every kYieldEvery-th probe it still lets the kernel run a
+    // thread outside coexec that shares the CPU (a root in serial code, a
+    // host thread of another library), without a system call on every spin
+    // of a short barrier; the raw syscall bypasses the sched_yield wrapper.
     if (coexec_cpu_wanted()) {
         ThreadSlot::Inside inside(slot);
         nosv_yield(NOSV_YIELD_NONE);
-    } else {
+    } else if (slot.spin_tick()) {
         syscall(SYS_sched_yield);
     }
     return true;
