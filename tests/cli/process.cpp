@@ -1,5 +1,7 @@
 #include "process.hpp"
 
+#include "spawn.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -10,26 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace coexec::clitest {
 namespace {
 
-// Applies `env` and execs argv in the (forked) child; never returns.
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, const Env& env) {
-    for (const auto& [name, value] : env) {
-        if (value.empty())
-            unsetenv(name.c_str());
-        else
-            setenv(name.c_str(), value.c_str(), 1);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    std::fprintf(stderr, "cannot exec %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+// The CLI tests' convention: an empty value unsets the variable.
+test_support::EnvChanges changes(const Env& env) {
+    test_support::EnvChanges out;
+    for (const auto& [name, value] : env)
+        out[name] = value.empty() ? std::nullopt : std::optional<std::string>(value);
+    return out;
 }
 
 int decode_status(int wstatus, bool& signaled) {
@@ -70,12 +61,7 @@ Outcome run_process(const std::vector<std::string>& argv, const Env& env,
                     std::chrono::milliseconds timeout) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) std::abort();
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
-        exec_child(argv, env);
-    }
+    const pid_t pid = test_support::spawn(argv, changes(env), -1, out[1], err[1]);
     close(out[1]);
     close(err[1]);
     Outcome o;
@@ -91,13 +77,10 @@ Outcome run_process(const std::vector<std::string>& argv, const Env& env,
 }
 
 Background::Background(const std::vector<std::string>& argv, const Env& env) {
-    pid_ = fork();
-    if (pid_ == 0) {
-        // Keep the test's output clean: the worker's report is not needed.
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, STDOUT_FILENO);
-        exec_child(argv, env);
-    }
+    // Keep the test's output clean: the worker's report is not needed.
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    pid_ = test_support::spawn(argv, changes(env), -1, null, -1);
+    if (null >= 0) close(null);
 }
 
 void Background::kill() {

@@ -1,5 +1,7 @@
 #include "subprocess.hpp"
 
+#include "spawn.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -29,35 +31,21 @@ std::string slurp(const std::string& path) {
     return ss.str();
 }
 
-// In the child: redirect, set the environment, exec. Never returns.
-[[noreturn]] void exec_child(const std::vector<std::string>& argv,
-                             const std::map<std::string, std::string>& env, const std::string& out,
-                             const std::string& err) {
-    const int o = open(out.c_str(), O_WRONLY | O_TRUNC);
-    const int e = open(err.c_str(), O_WRONLY | O_TRUNC);
-    const int in = open("/dev/null", O_RDONLY);
-    if (o < 0 || e < 0 || in < 0) _exit(126);
-    dup2(in, 0);
-    dup2(o, 1);
-    dup2(e, 2);
-    for (const auto& [k, v] : env)
-        setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-}
-
 } // namespace
 
 Subprocess::Subprocess(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env)
     : out_path_(temp_file()), err_path_(temp_file()) {
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) exec_child(argv, env, out_path_, err_path_);
+    const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int out = open(out_path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    const int err = open(err_path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (in < 0 || out < 0 || err < 0)
+        throw std::runtime_error("cannot open the child's output files");
+    pid_ =
+        test_support::spawn(argv, test_support::EnvChanges(env.begin(), env.end()), in, out, err);
+    close(in);
+    close(out);
+    close(err);
 }
 
 Subprocess::~Subprocess() {

@@ -1,5 +1,7 @@
 #include "subprocess.hpp"
 
+#include "spawn.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,37 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
-extern char** environ;
-
 namespace coexec::pocl_testing {
 namespace {
-
-std::vector<std::string> child_environment(const Command& command) {
-    std::map<std::string, std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-        std::string entry(*e);
-        auto eq = entry.find('=');
-        if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-    }
-    for (const auto& [name, value] : command.env) {
-        if (value)
-            env[name] = *value;
-        else
-            env.erase(name);
-    }
-    std::vector<std::string> out;
-    for (const auto& [name, value] : env)
-        out.push_back(name + "=" + value);
-    return out;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-    std::vector<char*> out;
-    for (auto& s : strings)
-        out.push_back(s.data());
-    out.push_back(nullptr);
-    return out;
-}
 
 std::string slurp(const std::string& path) {
     std::ifstream in(path);
@@ -60,24 +33,13 @@ std::string unique_path(const std::string& dir, const char* suffix) {
 
 Child::Child(const Command& command, const std::string& scratch_dir)
     : out_path_(unique_path(scratch_dir, ".out")), err_path_(unique_path(scratch_dir, ".err")) {
-    // Everything the child needs is prepared before fork: only async-signal-
-    // safe calls happen between fork and exec.
-    std::vector<std::string> args = command.argv, env = child_environment(command);
-    std::vector<char*> argv = c_strings(args), envp = c_strings(env);
     int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0 || err < 0)
         throw std::runtime_error("cannot create output files in " + scratch_dir);
-    pid_ = fork();
-    if (pid_ == 0) {
-        dup2(out, STDOUT_FILENO);
-        dup2(err, STDERR_FILENO);
-        execve(argv[0], argv.data(), envp.data());
-        _exit(127);
-    }
+    pid_ = test_support::spawn(command.argv, command.env, -1, out, err);
     close(out);
     close(err);
-    if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
 }
 
 Child::~Child() {

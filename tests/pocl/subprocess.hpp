@@ -1,6 +1,8 @@
 // Running a program as a child process with a modified environment, for tests.
 #pragma once
 
+#include "spawn.hpp"
+
 #include <sys/types.h>
 
 #include <map>
@@ -14,7 +16,7 @@ namespace coexec::pocl_testing {
 // nullopt, removed) on top of the test's own environment.
 struct Command {
     std::vector<std::string> argv;
-    std::map<std::string, std::optional<std::string>> env;
+    test_support::EnvChanges env;
 };
 
 // How a finished child ended and what it printed.

@@ -1,5 +1,7 @@
 #include "child_process.h"
 
+#include "spawn.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -10,8 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace coexec::tbb_test {
 
 namespace {
@@ -21,53 +21,13 @@ void close_fd(int& fd) {
     fd = -1;
 }
 
-std::vector<std::string> merged_environment(const EnvChanges& changes) {
-    std::map<std::string, std::string> vars;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-        const std::string text(*entry);
-        const auto eq = text.find('=');
-        if (eq != std::string::npos) vars[text.substr(0, eq)] = text.substr(eq + 1);
-    }
-    for (const auto& [name, value] : changes) {
-        if (value)
-            vars[name] = *value;
-        else
-            vars.erase(name);
-    }
-    std::vector<std::string> result;
-    for (const auto& [name, value] : vars)
-        result.push_back(name + "=" + value);
-    return result;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-    std::vector<char*> result;
-    for (auto& s : strings)
-        result.push_back(s.data());
-    result.push_back(nullptr);
-    return result;
-}
-
 } // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const EnvChanges& env) {
     int in[2], out[2], err[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
         throw std::runtime_error("pipe failed");
-    // Prepare everything before fork: the child may only call async-signal-safe functions.
-    std::vector<std::string> args = argv;
-    std::vector<std::string> envs = merged_environment(env);
-    std::vector<char*> arg_ptrs = c_strings(args);
-    std::vector<char*> env_ptrs = c_strings(envs);
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
-        execve(arg_ptrs[0], arg_ptrs.data(), env_ptrs.data());
-        _exit(127);
-    }
+    pid_ = test_support::spawn(argv, env, in[0], out[1], err[1]);
     ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);

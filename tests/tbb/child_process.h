@@ -2,6 +2,8 @@
 // test that would deadlock fails with a message instead of hanging.
 #pragma once
 
+#include "spawn.hpp"
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -21,7 +23,7 @@ struct Outcome {
 };
 
 // Environment changes for a child: a value sets the variable, nullopt unsets it.
-using EnvChanges = std::map<std::string, std::optional<std::string>>;
+using EnvChanges = test_support::EnvChanges;
 
 class ChildProcess {
   public:
