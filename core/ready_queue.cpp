@@ -93,10 +93,14 @@ void ReadyQueue::count_external(const Placement& where, int delta) {
     count(where, delta);
 }
 
-void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
-    drain_intake(); // earlier submits keep their place
+void ReadyQueue::place(nosv_task* task, const Placement& where, bool front) {
     task->ready_seq = front ? front_seq_-- : back_seq_++;
     fifo_for(task, where).push(task, front);
+}
+
+void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
+    drain_intake(); // earlier submits keep their place
+    place(task, where, front);
     count(where, +1);
 }
 
@@ -124,8 +128,7 @@ void ReadyQueue::drain_intake() {
     }
     for (t = oldest; t;) {
         nosv_task* next = std::exchange(t->intake_next, nullptr);
-        t->ready_seq = back_seq_++;
-        any_.push(t, false); // already counted
+        place(t, {}, false); // already counted
         t = next;
     }
 }

@@ -65,6 +65,8 @@ class ReadyQueue {
         scheduler::Placement where;
     };
     Fifo& fifo_for(const nosv_task* task, const scheduler::Placement& where);
+    // Queues without counting: push() and drain_intake() count apart.
+    void place(nosv_task* task, const scheduler::Placement& where, bool front);
     // Moves what push_unplaced() left in the intake into any_, in order.
     void drain_intake();
     void count(const scheduler::Placement& where, int delta);

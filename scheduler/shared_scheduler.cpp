@@ -12,6 +12,14 @@ using namespace coexec::shm;
 
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
+
+// What Header::unheld_cpus and Header::wakeable_cpus count.
+bool counts_as_unheld(CpuState st) {
+    return st != CpuState::Running;
+}
+bool counts_as_wakeable(CpuState st) {
+    return st == CpuState::Free || st == CpuState::Sleeping;
+}
 } // namespace
 
 bool Placement::allows(const CpuSlot& cpu, int32_t cpu_index) const {
@@ -136,8 +144,8 @@ void SharedScheduler::repair(WakeList& wakes) {
     int unheld = 0, wakeable = 0;
     for (int c = 0; c < cpu_count(); ++c) {
         CpuState st = s_.cpus[c].state.load(rlx);
-        unheld += st != CpuState::Running;
-        wakeable += st == CpuState::Free || st == CpuState::Sleeping;
+        unheld += counts_as_unheld(st);
+        wakeable += counts_as_wakeable(st);
     }
     h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
     h.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);
@@ -297,15 +305,13 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
 void SharedScheduler::set_state(int32_t c, CpuState next) {
     CpuSlot& cpu = s_.cpus[c];
     const CpuState before = cpu.state.load(rlx);
-    auto unheld = [](CpuState st) { return st != CpuState::Running; };
-    auto wakeable = [](CpuState st) { return st == CpuState::Free || st == CpuState::Sleeping; };
     // seq_cst: the counts pair with the submitter's seq_cst publication of
     // its ready counters (Dekker). A CPU that becomes unheld or wakeable is
     // either seen by the submitter, or its holder's re-check after this call
     // (a fence, then offer()) sees the work.
-    if (int d = int(unheld(next)) - int(unheld(before)))
+    if (int d = int(counts_as_unheld(next)) - int(counts_as_unheld(before)))
         s_.header.unheld_cpus.fetch_add(d, std::memory_order_seq_cst);
-    if (int d = int(wakeable(next)) - int(wakeable(before)))
+    if (int d = int(counts_as_wakeable(next)) - int(counts_as_wakeable(before)))
         s_.header.wakeable_cpus.fetch_add(d, std::memory_order_seq_cst);
     // Release: readers of the state (top, lock-free probes) see the owner.
     cpu.state.store(next, std::memory_order_release);
