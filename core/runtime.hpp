@@ -112,6 +112,8 @@ class Runtime {
     // returns once it holds a CPU again.
     void block_current(ThreadContext& self);
     void bind_to(ThreadContext& self, int32_t cpu);
+    // Makes the next bind_to() set the kernel affinity, whatever it was.
+    void forget_binding(ThreadContext& self);
 
     void worker_main(ThreadContext& self);
     // Idle holder: spins then sleeps until work arrives (true) or the CPU

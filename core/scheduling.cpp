@@ -138,11 +138,21 @@ void Runtime::ensure_receiver() {
 void Runtime::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
     if (self.pinned == cpu) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu_system_ids_[size_t(cpu)], &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    // Usually the granter bound us already (see bind_before_grant).
+    std::atomic<int32_t>& bound = segment()->threads[self.slot].bound_cpu;
+    if (bound.load(rlx) != cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu_system_ids_[size_t(cpu)], &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        bound.store(cpu, rlx);
+    }
     self.pinned = cpu;
+}
+
+void Runtime::forget_binding(ThreadContext& self) {
+    self.pinned = kNone;
+    segment()->threads[self.slot].bound_cpu.store(kNone, rlx);
 }
 
 int32_t Runtime::wait_for_cpu(ThreadContext& self) {

@@ -52,17 +52,20 @@ void Runtime::delete_task(nosv_task* t) {
 int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
     nosv_task* caller = self ? self->current : nullptr;
-    if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && !caller) return NOSV_ERR_OUTSIDE_TASK;
+    if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && !caller)
+        return NOSV_ERR_OUTSIDE_TASK;
 
     if (flags & NOSV_SUBMIT_INLINE) {
-        if (!transition(t, TaskState::Created, TaskState::Running)) return NOSV_ERR_INVALID_OPERATION;
+        if (!transition(t, TaskState::Created, TaskState::Running))
+            return NOSV_ERR_INVALID_OPERATION;
         if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
         run_task(*self, t);
         self->current = caller;
         show_label(*self, caller->type);
         return NOSV_SUCCESS;
     }
-    if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) && transition(t, TaskState::Waiting, TaskState::Ready)) {
+    if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) &&
+        transition(t, TaskState::Waiting, TaskState::Ready)) {
         make_ready(t, true);
         wake_thread(*segment(), t->thread->slot); // end its timed sleep
         return NOSV_SUCCESS;
@@ -176,7 +179,8 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
-        ctx->slot = sched_->alloc_thread(proc_, ::gettid(), label ? label : "attached", ThreadState::Waiting);
+        ctx->slot = sched_->alloc_thread(proc_, ::gettid(), label ? label : "attached",
+                                         ThreadState::Waiting);
         if (ctx->slot != kNone) by_slot_[size_t(ctx->slot)] = ctx.get();
     }
     wakes.flush(*segment());
@@ -218,7 +222,8 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
         by_slot_[size_t(self.slot)] = nullptr;
     }
     wakes.flush(*segment());
-    if (restore_affinity) pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
+    if (restore_affinity)
+        pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
     delete_task(t);
     this_thread_context() = nullptr;
     delete &self;
@@ -230,6 +235,9 @@ int Runtime::block_enter(ThreadContext& self) {
     if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     t->state.store(TaskState::Blocked, rel);
     if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    // Outside coexec the thread may change its own affinity (an adapter
+    // lets serial code run where it ran before): bind again on the next grant.
+    forget_binding(self);
     nosv_task* next = nullptr;
     leave_cpu(self, false, &next);
     self.cpu = kNone;

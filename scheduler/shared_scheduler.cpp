@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sched.h>
 
 namespace coexec::scheduler {
 
@@ -165,6 +166,7 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     th.proc = proc;
     th.tid = tid;
     th.grant.store(kNone, rlx);
+    th.bound_cpu.store(kNone, rlx);
     std::memset(th.label, 0, sizeof th.label);
     if (label) std::strncpy(th.label, label, sizeof th.label - 1);
     th.state.store(state, std::memory_order_release);
@@ -283,6 +285,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     set_state(c, CpuState::Running);
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     th.state.store(ThreadState::Running, rlx);
+    bind_before_grant(th, c);
     // Release pairs with the waiter's acquire of `grant` after it sees the
     // word change: the CPU slot writes above are visible to the new holder.
     th.grant.store(c, std::memory_order_release);
@@ -297,9 +300,24 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
     cpu.since_ns.store(now_ns(), rlx);
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     th.state.store(ThreadState::Running, rlx);
+    bind_before_grant(th, c);
     th.grant.store(c, std::memory_order_release);
     th.word.fetch_add(1, std::memory_order_release);
     futex_wake(th.word);
+}
+
+void SharedScheduler::bind_before_grant(ThreadSlot& th, int32_t c) {
+    // tid 0 (a worker not started yet) would name the caller itself.
+    if (th.bound_cpu.load(rlx) == c || th.tid <= 0) return;
+    // The thread waits for this grant, so nothing else changes its binding
+    // now. Binding a waiting thread is cheap, and the kernel then wakes it on
+    // the granted CPU; a thread that binds itself after waking first runs on
+    // its previous CPU (delaying that CPU's holder) and then migrates. The
+    // kernel refuses other users' threads: those bind themselves.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(s_.cpus[c].system_id, &set);
+    th.bound_cpu.store(sched_setaffinity(th.tid, sizeof set, &set) == 0 ? c : kNone, rlx);
 }
 
 void SharedScheduler::set_state(int32_t c, CpuState next) {

@@ -105,6 +105,8 @@ class SharedScheduler {
     // and wakeable_cpus in step with it.
     void set_state(int32_t cpu, shm::CpuState next);
     void evict_holder(shm::CpuSlot& cpu);
+    // Sets the kernel affinity of a thread that waits for a grant of `cpu`.
+    void bind_before_grant(shm::ThreadSlot& th, int32_t cpu);
     int32_t pool_pop(int32_t proc);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
     void release_cpus_of(int32_t proc);

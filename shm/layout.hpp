@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 2;
+inline constexpr uint32_t kAbiVersion = 3;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -70,6 +70,10 @@ struct alignas(64) ThreadSlot {
     std::atomic<ThreadState> state;
     int32_t proc;
     int32_t tid;
+    // The CPU the thread's kernel affinity is set to, or kNone. Written by
+    // the thread itself while it holds no grant in flight, and by a granter
+    // just before it publishes a grant (the thread is waiting then).
+    std::atomic<int32_t> bound_cpu;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
 };

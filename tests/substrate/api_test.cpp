@@ -452,6 +452,63 @@ TEST(Api, DetachRestoresAffinityAndBlockExtensionReleasesTheCpu) {
     ASSERT_EQ(nosv_shutdown(), 0);
 }
 
+namespace {
+// The kernel affinity of a coexec thread names exactly the CPU it holds.
+void expect_bound_to_held_cpu() {
+    cpu_set_t mask;
+    pthread_getaffinity_np(pthread_self(), sizeof mask, &mask);
+    EXPECT_EQ(CPU_COUNT(&mask), 1);
+    EXPECT_TRUE(CPU_ISSET(nosv_get_current_system_cpu(), &mask));
+}
+} // namespace
+
+TEST(Api, BlockExitBindsAgainAThreadThatWidenedItsAffinity) {
+    test::ScopedSegment seg;
+    ASSERT_EQ(nosv_init(), 0);
+    cpu_set_t all;
+    pthread_getaffinity_np(pthread_self(), sizeof all, &all);
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "x", 0), 0);
+    for (int round = 0; round < 20; ++round) {
+        ASSERT_EQ(coexec_block_enter(), 0);
+        // What an adapter does for serial code outside coexec.
+        pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+        ASSERT_EQ(coexec_block_exit(), 0);
+        expect_bound_to_held_cpu();
+    }
+    ASSERT_EQ(nosv_detach(0), 0);
+    ASSERT_EQ(nosv_shutdown(), 0);
+}
+
+TEST(Api, AResumedThreadRunsBoundToTheCpuItWasGranted) {
+    Instance in;
+    // Two attached threads pass the CPUs back and forth: every resume is a
+    // grant by another thread, which binds the resumed one.
+    std::atomic<nosv_task_t> other{nullptr};
+    std::atomic<bool> done{false};
+    std::thread peer([&] {
+        nosv_task_t self;
+        ASSERT_EQ(nosv_attach(&self, nullptr, "peer", 0), 0);
+        other.store(self);
+        while (!done.load()) {
+            expect_bound_to_held_cpu();
+            nosv_submit(in.main(), 0);
+            nosv_pause(0);
+        }
+        nosv_detach(0);
+    });
+    while (other.load() == nullptr)
+        std::this_thread::yield();
+    for (int round = 0; round < 200; ++round) {
+        nosv_pause(0);
+        expect_bound_to_held_cpu();
+        nosv_submit(other.load(), 0);
+    }
+    done.store(true);
+    nosv_submit(other.load(), 0);
+    peer.join();
+}
+
 TEST(Api, HwinfoDescribesManagedCpus) {
     Instance in;
     int n = nosv_get_num_cpus();
