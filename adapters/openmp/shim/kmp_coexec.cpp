@@ -153,12 +153,13 @@ class ThreadSlot {
     int& depth() { return depth_; }
 
     // Becomes a coexec thread, unless it already is one (then it is foreign:
-    // someone else attached it, it runs on a CPU it holds, and we must never
-    // pause or detach it).
+    // someone else attached it, it runs on a CPU it holds, and we never
+    // detach it).
     void enter(Role role) {
-        if (nosv_self() != nullptr) {
+        if (nosv_task_t own = nosv_self()) {
             role_ = Role::foreign;
             holds_ = true;
+            task_ = own;
             return;
         }
         have_mask_ = sched_getaffinity(0, sizeof(mask_), &mask_) == 0;
@@ -206,10 +207,11 @@ class ThreadSlot {
         if (coexec_block_exit() == NOSV_SUCCESS) holds_ = true;
     }
 
-    // Our own attached task while it holds a CPU: the one we may pause.
-    void* pausable_task() const {
-        return holds_ && (role_ == Role::worker || role_ == Role::root) ? task_ : nullptr;
-    }
+    // The thread's task while it holds a CPU: the one libomp's suspend may
+    // pause. A foreign task too: its owner (the TBB adapter, say) pauses it
+    // only outside libomp, and libomp matches each pause with one submit, so
+    // the two protocols never consume each other's submits.
+    void* pausable_task() const { return holds_ ? task_ : nullptr; }
 
     // In a fork() child: the CPU binding came from the parent's coexec.
     void forget_after_fork() {
