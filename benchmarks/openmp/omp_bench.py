@@ -165,7 +165,9 @@ def colocated(setup, repeats):
 
 # ---- TBB + OpenMP ---------------------------------------------------------
 
-TBB_WORK = ["400", "200000"]  # TBB items, iterations per OpenMP region
+# (TBB items, iterations per OpenMP region): fine regions (about 20 us of
+# work per thread, where switching threads costs most) and coarse ones.
+TBB_SIZES = [["400", "200000"], ["400", "1000000"]]
 
 
 def tbb(setup, repeats):
@@ -184,27 +186,36 @@ def tbb(setup, repeats):
         if not program.exists():
             print(f"\n== TBB + OpenMP: skipped ({program} not built: needs libtbb-dev)")
             return
-        for _ in range(repeats):
-            for mode in modes:
-                env = setup.env({"passive": "passive"}.get(mode, "native"), segment)
-                if mode == "serial-inner":
-                    env["OMP_NUM_THREADS"] = "1"
-                if mode.startswith("coexec"):
-                    env = setup.env("coexec", segment)
-                if mode == "coexec-omp+tbb":
-                    env["LD_PRELOAD"] = str(setup.tbb_irml)
-                out = run([program] + TBB_WORK, env)
-                results.setdefault((compiler, mode), []).append(float(out.split()[0]))
-    print(f"\n== TBB parallel_for with an OpenMP region per item, omp_in_tbb "
-          f"{' '.join(TBB_WORK)}, {setup.cpus} CPUs, median of {repeats} (seconds)")
+    for _ in range(repeats):
+        for compiler in ("gcc", "clang"):
+            program = setup.program("omp_in_tbb", compiler)
+            for size in TBB_SIZES:
+                for mode in modes:
+                    env = setup.env({"passive": "passive"}.get(mode, "native"), segment)
+                    if mode == "serial-inner":
+                        env["OMP_NUM_THREADS"] = "1"
+                    if mode.startswith("coexec"):
+                        env = setup.env("coexec", segment)
+                    if mode == "coexec-omp+tbb":
+                        env["LD_PRELOAD"] = str(setup.tbb_irml)
+                    out = run([program] + size, env)
+                    key = (compiler, " ".join(size), mode)
+                    results.setdefault(key, []).append(float(out.split()[0]))
+    print(f"\n== TBB parallel_for with an OpenMP region per item (omp_in_tbb OUTER INNER, "
+          f"second of two runs), {setup.cpus} CPUs, median of {repeats}: milliseconds, "
+          "and the ratio to serial-inner")
     if not have_irml:
         print(f"   (no TBB adapter at {setup.tbb_irml}: TBB's own workers stay outside coexec)")
-    print(f"{'build':<6} " + " ".join(f"{m:>15}" for m in modes))
+    print(f"{'build':<6} {'size':>14} " + " ".join(f"{m:>15}" for m in modes))
     for compiler in ("gcc", "clang"):
-        ideal = median(results[(compiler, "serial-inner")])
-        cells = [f"{median(results[(compiler, m)]):>8.3f} {median(results[(compiler, m)]) / ideal:>5.2f}x"
-                 for m in modes]
-        print(f"{compiler:<6} " + " ".join(f"{c:>15}" for c in cells))
+        for size in TBB_SIZES:
+            size_text = " ".join(size)
+            ideal = median(results[(compiler, size_text, "serial-inner")])
+            cells = []
+            for m in modes:
+                value = median(results[(compiler, size_text, m)])
+                cells.append(f"{value * 1000:>8.2f} {value / ideal:>5.2f}x")
+            print(f"{compiler:<6} {size_text:>14} " + " ".join(f"{c:>15}" for c in cells))
 
 
 CASES = {"overhead": overhead, "colocated": colocated, "tbb": tbb}
