@@ -126,16 +126,27 @@ TEST(Api, InitNestsAndShutdownReleasesEverything) {
 TEST(Api, LastProcessOutRemovesTheSegment) {
     test::ScopedSegment seg;
     const std::string path = "/dev/shm" + shm::segment_shm_name(seg.options());
-    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
-    EXPECT_EQ(::access(path.c_str(), F_OK), 0);
+    // The child is forked before we start coexec's threads (a fork taken
+    // while they run may copy a lock held by one of them, such as the
+    // sanitizer allocator's) and joins once we are in the instance.
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
     pid_t child = ::fork();
     if (child == 0) {
         // A second process of the instance: its exit must not remove the
         // segment while we are still in it.
+        char byte = 0;
+        ::close(go[1]);
+        bool ok = ::read(go[0], &byte, 1) == 1;
         ::unsetenv("COEXEC_DISABLE");
-        int ok = nosv_init() == NOSV_SUCCESS && nosv_shutdown() == NOSV_SUCCESS;
+        ok = ok && nosv_init() == NOSV_SUCCESS && nosv_shutdown() == NOSV_SUCCESS;
         ::_exit(ok ? 0 : 1);
     }
+    ::close(go[0]);
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0);
+    EXPECT_EQ(::write(go[1], "g", 1), 1);
+    ::close(go[1]);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
