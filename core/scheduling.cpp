@@ -5,8 +5,6 @@
 #include "shm/futex.hpp"
 
 #include <cassert>
-#include <pthread.h>
-#include <sched.h>
 #include <utility>
 
 namespace coexec::core {
@@ -95,7 +93,7 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
-        int32_t c = sched_->find_unheld_cpu(proc_, where, task->thread->pinned);
+        int32_t c = sched_->find_unheld_cpu(proc_, where, s.threads[slot].bound_cpu.load(rlx));
         if (c != kNone) {
             sched_->give_unheld_cpu(c, slot, wakes);
         } else {
@@ -137,21 +135,10 @@ void Runtime::ensure_receiver() {
 
 void Runtime::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
-    if (self.pinned == cpu) return;
-    // Usually the granter bound us already (see bind_before_grant).
-    std::atomic<int32_t>& bound = segment()->threads[self.slot].bound_cpu;
-    if (bound.load(rlx) != cpu) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu_system_ids_[size_t(cpu)], &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-        bound.store(cpu, rlx);
-    }
-    self.pinned = cpu;
+    sched_->bind_thread(self.slot, cpu); // usually the granter bound us already
 }
 
 void Runtime::forget_binding(ThreadContext& self) {
-    self.pinned = kNone;
     segment()->threads[self.slot].bound_cpu.store(kNone, rlx);
 }
 

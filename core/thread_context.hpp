@@ -11,12 +11,11 @@
 namespace coexec::core {
 
 struct ThreadContext {
-    int32_t slot = shm::kNone;   // the thread's slot in the segment
-    int32_t cpu = shm::kNone;    // logical CPU held now
-    int32_t pinned = shm::kNone; // logical CPU the OS affinity is set to
-    nosv_task* current = nullptr;   // what nosv_self() returns
-    nosv_task* assigned = nullptr;  // unbound task handed over with a CPU
-    nosv_task* immediate = nullptr; // NOSV_SUBMIT_IMMEDIATE successor
+    int32_t slot = shm::kNone;                  // the thread's slot in the segment
+    int32_t cpu = shm::kNone;                   // logical CPU held now
+    nosv_task* current = nullptr;               // what nosv_self() returns
+    nosv_task* assigned = nullptr;              // unbound task handed over with a CPU
+    nosv_task* immediate = nullptr;             // NOSV_SUBMIT_IMMEDIATE successor
     const nosv_task_type* shown_type = nullptr; // whose label the slot shows
     // Tasks a worker took from a long queue in one go (see pop_batch); they
     // go back to the queue before the worker blocks or loses its CPU.
@@ -26,9 +25,9 @@ struct ThreadContext {
     bool has_batch() const { return batch_next < batch_end; }
     bool worker = false;
     bool attached = false;
-    cpu_set_t original_mask{}; // restored by detach
+    cpu_set_t original_mask{};                   // restored by detach
     std::unique_ptr<nosv_task_type> attach_type; // carries the attach label
-    std::thread thread;        // workers only
+    std::thread thread;                          // workers only
 };
 
 // The calling thread's context, or null for threads coexec does not know.

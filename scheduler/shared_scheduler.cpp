@@ -285,7 +285,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     set_state(c, CpuState::Running);
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     th.state.store(ThreadState::Running, rlx);
-    bind_before_grant(th, c);
+    bind_thread(t, c);
     // Release pairs with the waiter's acquire of `grant` after it sees the
     // word change: the CPU slot writes above are visible to the new holder.
     th.grant.store(c, std::memory_order_release);
@@ -300,20 +300,20 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
     cpu.since_ns.store(now_ns(), rlx);
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     th.state.store(ThreadState::Running, rlx);
-    bind_before_grant(th, c);
+    bind_thread(t, c);
     th.grant.store(c, std::memory_order_release);
     th.word.fetch_add(1, std::memory_order_release);
     futex_wake(th.word);
 }
 
-void SharedScheduler::bind_before_grant(ThreadSlot& th, int32_t c) {
+void SharedScheduler::bind_thread(int32_t t, int32_t c) {
+    ThreadSlot& th = s_.threads[t];
     // tid 0 (a worker not started yet) would name the caller itself.
     if (th.bound_cpu.load(rlx) == c || th.tid <= 0) return;
-    // The thread waits for this grant, so nothing else changes its binding
-    // now. Binding a waiting thread is cheap, and the kernel then wakes it on
-    // the granted CPU; a thread that binds itself after waking first runs on
-    // its previous CPU (delaying that CPU's holder) and then migrates. The
-    // kernel refuses other users' threads: those bind themselves.
+    // Granters bind before they publish the grant: binding a waiting thread
+    // is cheap, and the kernel then wakes it on the granted CPU. A thread
+    // that binds itself after waking first runs on its previous CPU
+    // (delaying that CPU's holder) and then migrates.
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(s_.cpus[c].system_id, &set);

@@ -69,6 +69,11 @@ class SharedScheduler {
     // Lock-free, only by the holder of a Running CPU: hands it to another
     // thread of the same process.
     void handoff_within_process(int32_t cpu, int32_t thread);
+    // Sets the kernel affinity of `thread` to `cpu` and records it in
+    // ThreadSlot::bound_cpu, unless it is bound there already. Only by the
+    // thread itself, or by whoever grants it `cpu` while it waits. A thread
+    // the kernel refuses (another user's) is left to bind itself.
+    void bind_thread(int32_t thread, int32_t cpu);
     // Locked. The holder keeps `cpu` but has no work: Idle while it spins
     // (and looks for work itself), Sleeping once it sleeps.
     void set_holding(int32_t cpu, bool sleeping);
@@ -105,8 +110,6 @@ class SharedScheduler {
     // and wakeable_cpus in step with it.
     void set_state(int32_t cpu, shm::CpuState next);
     void evict_holder(shm::CpuSlot& cpu);
-    // Sets the kernel affinity of a thread that waits for a grant of `cpu`.
-    void bind_before_grant(shm::ThreadSlot& th, int32_t cpu);
     int32_t pool_pop(int32_t proc);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
     void release_cpus_of(int32_t proc);
