@@ -1,7 +1,7 @@
 // The exported nosv_* and coexec_* C functions: argument and state checks,
 // then the runtime. Every failure is a documented negative nosv code.
-#include <nosv.h>
 #include <coexec/ext.h>
+#include <nosv.h>
 
 #include "runtime.hpp"
 
@@ -18,8 +18,9 @@ using coexec::core::valid;
 
 namespace {
 
-constexpr nosv_flags_t kSubmitFlags = NOSV_SUBMIT_UNLOCKED | NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_IMMEDIATE |
-                                      NOSV_SUBMIT_INLINE | NOSV_SUBMIT_DEADLINE_WAKE;
+constexpr nosv_flags_t kSubmitFlags = NOSV_SUBMIT_UNLOCKED | NOSV_SUBMIT_BLOCKING |
+                                      NOSV_SUBMIT_IMMEDIATE | NOSV_SUBMIT_INLINE |
+                                      NOSV_SUBMIT_DEADLINE_WAKE;
 
 // The runtime and the calling task, or the error to return.
 struct TaskCall {
@@ -36,25 +37,33 @@ TaskCall in_task() {
         return c;
     }
     c.self = this_thread_context();
-    if (!c.self || !c.self->current || c.self->cpu == coexec::shm::kNone) c.error = NOSV_ERR_OUTSIDE_TASK;
+    if (!c.self || !c.self->current || c.self->cpu == coexec::shm::kNone)
+        c.error = NOSV_ERR_OUTSIDE_TASK;
     return c;
 }
 
 bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
     switch (a.level) {
     case NOSV_AFFINITY_LEVEL_NONE:
-    case NOSV_AFFINITY_LEVEL_USER_COMPLEX: return true;
-    case NOSV_AFFINITY_LEVEL_CPU: return rt.logical_cpu(int(a.index)) >= 0;
-    case NOSV_AFFINITY_LEVEL_NUMA: return rt.logical_numa(int(a.index)) >= 0;
+    case NOSV_AFFINITY_LEVEL_USER_COMPLEX:
+        return true;
+    case NOSV_AFFINITY_LEVEL_CPU:
+        return rt.logical_cpu(int(a.index)) >= 0;
+    case NOSV_AFFINITY_LEVEL_NUMA:
+        return rt.logical_numa(int(a.index)) >= 0;
     }
     return false;
 }
 
 } // namespace
 
-COEXEC_API int nosv_init(void) { return Runtime::init(); }
+COEXEC_API int nosv_init(void) {
+    return Runtime::init();
+}
 
-COEXEC_API int nosv_shutdown(void) { return Runtime::shutdown(); }
+COEXEC_API int nosv_shutdown(void) {
+    return Runtime::shutdown();
+}
 
 COEXEC_API nosv_task_t nosv_self(void) {
     ThreadContext* self = Runtime::get() ? this_thread_context() : nullptr;
@@ -62,8 +71,9 @@ COEXEC_API nosv_task_t nosv_self(void) {
 }
 
 COEXEC_API int nosv_type_init(nosv_task_type_t* type, nosv_task_run_callback_t run,
-                              nosv_task_end_callback_t end, nosv_task_completed_callback_t completed,
-                              const char* label, void* metadata, nosv_cost_function_t, nosv_flags_t flags) {
+                              nosv_task_end_callback_t end,
+                              nosv_task_completed_callback_t completed, const char* label,
+                              void* metadata, nosv_cost_function_t, nosv_flags_t flags) {
     if (!type) return NOSV_ERR_INVALID_PARAMETER;
     if (flags & ~NOSV_TYPE_INIT_EXTERNAL) return NOSV_ERR_INVALID_PARAMETER;
     const bool external = flags & NOSV_TYPE_INIT_EXTERNAL;
@@ -88,7 +98,8 @@ COEXEC_API int nosv_type_destroy(nosv_task_type_t type, nosv_flags_t flags) {
     return NOSV_SUCCESS;
 }
 
-COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t metadata_size, nosv_flags_t flags) {
+COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t metadata_size,
+                           nosv_flags_t flags) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!task || !valid(type) || flags != NOSV_CREATE_NONE) return NOSV_ERR_INVALID_PARAMETER;
@@ -115,7 +126,8 @@ COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || (flags & ~kSubmitFlags)) return NOSV_ERR_INVALID_PARAMETER;
-    if ((flags & NOSV_SUBMIT_INLINE) && (flags & (NOSV_SUBMIT_IMMEDIATE | NOSV_SUBMIT_DEADLINE_WAKE)))
+    if ((flags & NOSV_SUBMIT_INLINE) &&
+        (flags & (NOSV_SUBMIT_IMMEDIATE | NOSV_SUBMIT_DEADLINE_WAKE)))
         return NOSV_ERR_INVALID_PARAMETER;
     if (task->type->external && task->state.load(std::memory_order_acquire) == TaskState::Created)
         return NOSV_ERR_INVALID_OPERATION; // an attached thread's task is not runnable
@@ -176,9 +188,12 @@ COEXEC_API int nosv_has_events(void) {
     return c.self->current->events.load(std::memory_order_relaxed) > 1;
 }
 
-COEXEC_API int nosv_task_had_events(nosv_task_t task) { return valid(task) && task->had_events; }
+COEXEC_API int nosv_task_had_events(nosv_task_t task) {
+    return valid(task) && task->had_events;
+}
 
-COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const char* label, nosv_flags_t flags) {
+COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const char* label,
+                           nosv_flags_t flags) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!task || (flags & ~NOSV_ATTACH_INSTRUMENT)) return NOSV_ERR_INVALID_PARAMETER;
@@ -190,7 +205,8 @@ COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const c
 COEXEC_API int nosv_detach(nosv_flags_t flags) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    if (flags & ~(NOSV_DETACH_NO_RESTORE_AFFINITY | NOSV_DETACH_INSTRUMENT)) return NOSV_ERR_INVALID_PARAMETER;
+    if (flags & ~(NOSV_DETACH_NO_RESTORE_AFFINITY | NOSV_DETACH_INSTRUMENT))
+        return NOSV_ERR_INVALID_PARAMETER;
     ThreadContext* self = this_thread_context();
     if (!self) return NOSV_ERR_OUTSIDE_TASK;
     if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
@@ -199,9 +215,15 @@ COEXEC_API int nosv_detach(nosv_flags_t flags) {
 
 // ---- getters and setters (invalid handles give neutral values) -------
 
-COEXEC_API void* nosv_get_task_metadata(nosv_task_t task) { return valid(task) ? task->metadata() : nullptr; }
-COEXEC_API nosv_task_type_t nosv_get_task_type(nosv_task_t task) { return valid(task) ? task->type : nullptr; }
-COEXEC_API int nosv_get_task_priority(nosv_task_t task) { return valid(task) ? task->priority : 0; }
+COEXEC_API void* nosv_get_task_metadata(nosv_task_t task) {
+    return valid(task) ? task->metadata() : nullptr;
+}
+COEXEC_API nosv_task_type_t nosv_get_task_type(nosv_task_t task) {
+    return valid(task) ? task->type : nullptr;
+}
+COEXEC_API int nosv_get_task_priority(nosv_task_t task) {
+    return valid(task) ? task->priority : 0;
+}
 COEXEC_API void nosv_set_task_priority(nosv_task_t task, int priority) {
     if (valid(task)) task->priority = priority;
 }
@@ -211,23 +233,30 @@ COEXEC_API nosv_task_run_callback_t nosv_get_task_type_run_callback(nosv_task_ty
 COEXEC_API nosv_task_end_callback_t nosv_get_task_type_end_callback(nosv_task_type_t type) {
     return valid(type) ? type->end : nullptr;
 }
-COEXEC_API nosv_task_completed_callback_t nosv_get_task_type_completed_callback(nosv_task_type_t type) {
+COEXEC_API nosv_task_completed_callback_t
+nosv_get_task_type_completed_callback(nosv_task_type_t type) {
     return valid(type) ? type->completed : nullptr;
 }
 COEXEC_API const char* nosv_get_task_type_label(nosv_task_type_t type) {
     return valid(type) && !type->label.empty() ? type->label.c_str() : nullptr;
 }
-COEXEC_API void* nosv_get_task_type_metadata(nosv_task_type_t type) { return valid(type) ? type->metadata : nullptr; }
+COEXEC_API void* nosv_get_task_type_metadata(nosv_task_type_t type) {
+    return valid(type) ? type->metadata : nullptr;
+}
 
 COEXEC_API nosv_affinity_t nosv_get_task_affinity(nosv_task_t task) {
-    return valid(task) ? task->affinity : nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED);
+    return valid(task)
+               ? task->affinity
+               : nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED);
 }
 
 COEXEC_API void nosv_set_task_affinity(nosv_task_t task, nosv_affinity_t* affinity) {
     Runtime* rt = Runtime::get();
     if (!valid(task) || !affinity) return;
     if (rt && !valid_affinity(*rt, *affinity)) {
-        std::fprintf(stderr, "coexec: ignoring an affinity to a CPU or NUMA node this instance does not manage\n");
+        std::fprintf(
+            stderr,
+            "coexec: ignoring an affinity to a CPU or NUMA node this instance does not manage\n");
         return;
     }
     task->affinity = *affinity;
@@ -259,8 +288,14 @@ COEXEC_API int coexec_cpu_wanted(void) {
     return self && rt->cpu_wanted(*self);
 }
 
-COEXEC_API int coexec_is_active(void) { return Runtime::get() != nullptr; }
+COEXEC_API int coexec_is_active(void) {
+    return Runtime::get() != nullptr;
+}
 
-COEXEC_API int coexec_init_quiet(void) { return Runtime::init(true); }
+COEXEC_API int coexec_init_quiet(void) {
+    return Runtime::init(true);
+}
 
-COEXEC_API const char* coexec_last_error(void) { return Runtime::last_error(); }
+COEXEC_API const char* coexec_last_error(void) {
+    return Runtime::last_error();
+}

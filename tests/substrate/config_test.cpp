@@ -13,7 +13,9 @@ using namespace coexec::core;
 namespace {
 struct EnvGuard {
     ~EnvGuard() {
-        for (auto* v : {"NOSV_CONFIG", "NOSV_CONFIG_OVERRIDE", "COEXEC_CONFIG", "COEXEC_CONFIG_OVERRIDE"}) ::unsetenv(v);
+        for (auto* v :
+             {"NOSV_CONFIG", "NOSV_CONFIG_OVERRIDE", "COEXEC_CONFIG", "COEXEC_CONFIG_OVERRIDE"})
+            ::unsetenv(v);
     }
 };
 } // namespace
@@ -31,10 +33,11 @@ TEST(Config, Defaults) {
 
 TEST(Config, OverridesAllDocumentedKeys) {
     EnvGuard g;
-    ::setenv("NOSV_CONFIG_OVERRIDE",
-             "shared_memory.isolation_level=group,shared_memory.name=abc,scheduler.quantum_ns=5000000,"
-             "governor.policy=busy,governor.spins=77,topology.binding=0-1,3",
-             1);
+    ::setenv(
+        "NOSV_CONFIG_OVERRIDE",
+        "shared_memory.isolation_level=group,shared_memory.name=abc,scheduler.quantum_ns=5000000,"
+        "governor.policy=busy,governor.spins=77,topology.binding=0-1,3",
+        1);
     Config c;
     auto r = load_config(c);
     ASSERT_TRUE(r.ok) << r.error;
@@ -55,7 +58,8 @@ TEST(Config, CoexecSynonymsAndFileThenOverride) {
     ::close(fd);
     {
         std::ofstream f(path);
-        f << "[scheduler]\nquantum_ns = 1000000\n[governor]\npolicy = \"idle\"\n[shared_memory]\nsize = \"2G\"\n"
+        f << "[scheduler]\nquantum_ns = 1000000\n[governor]\npolicy = "
+             "\"idle\"\n[shared_memory]\nsize = \"2G\"\n"
              "[bogus]\nkey = 1\n";
     }
     ::setenv("COEXEC_CONFIG", path, 1);
@@ -72,9 +76,9 @@ TEST(Config, CoexecSynonymsAndFileThenOverride) {
 
 TEST(Config, BadValuesAreErrors) {
     EnvGuard g;
-    for (const char* bad : {"scheduler.quantum_ns=abc", "scheduler.quantum_ns=5", "governor.policy=fast",
-                            "shared_memory.isolation_level=world", "shared_memory.name=a/b", "novalue",
-                            "governor.spins=-1"}) {
+    for (const char* bad : {"scheduler.quantum_ns=abc", "scheduler.quantum_ns=5",
+                            "governor.policy=fast", "shared_memory.isolation_level=world",
+                            "shared_memory.name=a/b", "novalue", "governor.spins=-1"}) {
         Config c;
         auto r = apply_overrides(c, bad);
         EXPECT_FALSE(r.ok) << bad;

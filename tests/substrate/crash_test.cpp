@@ -30,8 +30,13 @@ Shared<Board>* g_board;
 int hog_child(bool die_in_lock) {
     if (nosv_init() != 0) return 11;
     nosv_task_type_t type;
-    nosv_type_init(&type, [](nosv_task_t) { for (;;) test::Occupancy::spin(1000us); }, nullptr, nullptr, "hog",
-                   nullptr, nullptr, 0);
+    nosv_type_init(
+        &type,
+        [](nosv_task_t) {
+            for (;;)
+                test::Occupancy::spin(1000us);
+        },
+        nullptr, nullptr, "hog", nullptr, nullptr, 0);
     int n = nosv_get_num_cpus();
     for (int i = 0; i < n; ++i) {
         nosv_task_t t;
@@ -53,7 +58,8 @@ int hog_child(bool die_in_lock) {
     }
     std::this_thread::sleep_for(100ms);
     (*g_board)->hog_holds_cpus = true;
-    for (;;) std::this_thread::sleep_for(1s);
+    for (;;)
+        std::this_thread::sleep_for(1s);
 }
 
 // Submits work that can only run once the hog is gone.
@@ -73,8 +79,10 @@ int survivor_child() {
         nosv_create(&t, type, 0, 0);
         nosv_submit(t, 0);
     }
-    while ((*g_board)->done.load() < int(tasks.size())) std::this_thread::sleep_for(1ms);
-    for (auto t : tasks) nosv_destroy(t, 0);
+    while ((*g_board)->done.load() < int(tasks.size()))
+        std::this_thread::sleep_for(1ms);
+    for (auto t : tasks)
+        nosv_destroy(t, 0);
     nosv_type_destroy(type, 0);
     return nosv_shutdown() == 0 ? 0 : 12;
 }
@@ -84,7 +92,8 @@ void run_kill_scenario(bool die_in_lock) {
     Shared<Board> board;
     g_board = &board;
     pid_t hog = test::fork_child([&] { return hog_child(die_in_lock); });
-    while (!board->hog_holds_cpus.load()) std::this_thread::sleep_for(1ms);
+    while (!board->hog_holds_cpus.load())
+        std::this_thread::sleep_for(1ms);
     // Our own mapping keeps the segment after its last process shuts down.
     auto map = seg.map();
     pid_t survivor = test::fork_child(survivor_child);
@@ -111,9 +120,13 @@ void run_kill_scenario(bool die_in_lock) {
 
 } // namespace
 
-TEST(Crash, KilledWhileHoldingCpusOthersGetThemBack) { run_kill_scenario(false); }
+TEST(Crash, KilledWhileHoldingCpusOthersGetThemBack) {
+    run_kill_scenario(false);
+}
 
-TEST(Crash, KilledInsideTheSegmentLockIsRepaired) { run_kill_scenario(true); }
+TEST(Crash, KilledInsideTheSegmentLockIsRepaired) {
+    run_kill_scenario(true);
+}
 
 TEST(Crash, SegmentOfDeadProcessesIsReclaimedAtInit) {
     test::ScopedSegment seg;
@@ -135,7 +148,8 @@ TEST(Crash, SegmentOfDeadProcessesIsReclaimedAtInit) {
     });
     EXPECT_EQ(test::wait_child(next, 20s), 0);
     EXPECT_EQ(map->header.alive_count, 0);
-    for (int c = 0; c < map->header.cpu_count; ++c) EXPECT_NE(map->cpus[c].state.load(), shm::CpuState::Running);
+    for (int c = 0; c < map->header.cpu_count; ++c)
+        EXPECT_NE(map->cpus[c].state.load(), shm::CpuState::Running);
 }
 
 TEST(Crash, CorruptSegmentGivesAnErrorNotACrash) {
