@@ -1,5 +1,6 @@
 // The exported nosv_* and coexec_* C functions: argument and state checks,
-// then the runtime. Every failure is a documented negative nosv code.
+// then the runtime. Every failure is a documented negative nosv code. Each
+// entry that reaches the runtime is a RuntimeSection: no preemption inside.
 #include <coexec/ext.h>
 #include <nosv.h>
 
@@ -9,6 +10,7 @@
 #include <new>
 
 using coexec::core::Runtime;
+using coexec::core::RuntimeSection;
 using coexec::core::TaskState;
 using coexec::core::this_thread_context;
 using coexec::core::ThreadContext;
@@ -58,10 +60,12 @@ bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
 } // namespace
 
 COEXEC_API int nosv_init(void) {
+    RuntimeSection section;
     return Runtime::init();
 }
 
 COEXEC_API int nosv_shutdown(void) {
+    RuntimeSection section;
     return Runtime::shutdown();
 }
 
@@ -100,6 +104,7 @@ COEXEC_API int nosv_type_destroy(nosv_task_type_t type, nosv_flags_t flags) {
 
 COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t metadata_size,
                            nosv_flags_t flags) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!task || !valid(type) || flags != NOSV_CREATE_NONE) return NOSV_ERR_INVALID_PARAMETER;
@@ -112,6 +117,7 @@ COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t meta
 }
 
 COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || flags != NOSV_DESTROY_NONE) return NOSV_ERR_INVALID_PARAMETER;
@@ -123,6 +129,7 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
 }
 
 COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || (flags & ~kSubmitFlags)) return NOSV_ERR_INVALID_PARAMETER;
@@ -136,6 +143,7 @@ COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
 }
 
 COEXEC_API int nosv_pause(nosv_flags_t flags) {
+    RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags != NOSV_PAUSE_NONE) return NOSV_ERR_INVALID_PARAMETER;
@@ -143,6 +151,7 @@ COEXEC_API int nosv_pause(nosv_flags_t flags) {
 }
 
 COEXEC_API int nosv_yield(nosv_flags_t flags) {
+    RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags & ~NOSV_YIELD_NOFLUSH) return NOSV_ERR_INVALID_PARAMETER;
@@ -150,6 +159,7 @@ COEXEC_API int nosv_yield(nosv_flags_t flags) {
 }
 
 COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
+    RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags != NOSV_SCHEDPOINT_NONE) return NOSV_ERR_INVALID_PARAMETER;
@@ -157,6 +167,7 @@ COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
 }
 
 COEXEC_API int nosv_waitfor(uint64_t target_ns, uint64_t* actual_ns) {
+    RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
     return c.rt->waitfor(*c.self, target_ns, actual_ns);
@@ -172,6 +183,7 @@ COEXEC_API int nosv_increase_event_counter(uint64_t increment) {
 }
 
 COEXEC_API int nosv_decrease_event_counter(nosv_task_t task, uint64_t decrement) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || decrement == 0) return NOSV_ERR_INVALID_PARAMETER;
@@ -194,6 +206,7 @@ COEXEC_API int nosv_task_had_events(nosv_task_t task) {
 
 COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const char* label,
                            nosv_flags_t flags) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!task || (flags & ~NOSV_ATTACH_INSTRUMENT)) return NOSV_ERR_INVALID_PARAMETER;
@@ -203,6 +216,7 @@ COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const c
 }
 
 COEXEC_API int nosv_detach(nosv_flags_t flags) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (flags & ~(NOSV_DETACH_NO_RESTORE_AFFINITY | NOSV_DETACH_INSTRUMENT))
@@ -269,12 +283,14 @@ COEXEC_API nosv_affinity_t nosv_get_default_affinity(void) {
 // ---- coexec extensions ----------------------------------------------
 
 COEXEC_API int coexec_block_enter(void) {
+    RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
     return c.rt->block_enter(*c.self);
 }
 
 COEXEC_API int coexec_block_exit(void) {
+    RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     ThreadContext* self = this_thread_context();
@@ -293,6 +309,7 @@ COEXEC_API int coexec_is_active(void) {
 }
 
 COEXEC_API int coexec_init_quiet(void) {
+    RuntimeSection section;
     return Runtime::init(true);
 }
 

@@ -110,6 +110,13 @@ ConfigResult apply_setting(Config& cfg, const std::string& key, const std::strin
             return error("scheduler.quantum_ns must be an integer from 1000 to 60000000000, not '" +
                          value + "'");
         cfg.quantum_ns = n;
+    } else if (key == "scheduler.preempt_after_ns") {
+        if (!parse_u64(value, n) || (n != 0 && n < 1'000'000) || n > 60'000'000'000ULL)
+            return error(
+                "scheduler.preempt_after_ns must be 0 (never) or an integer from 1000000 to "
+                "60000000000, not '" +
+                value + "'");
+        cfg.preempt_after_ns = n;
     } else if (key == "governor.policy") {
         if (value == "hybrid")
             cfg.governor = GovernorPolicy::Hybrid;

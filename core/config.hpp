@@ -17,6 +17,7 @@ struct Config {
     std::string shm_name = "coexec";
     shm::Isolation isolation = shm::Isolation::User;
     uint64_t quantum_ns = 20'000'000;
+    uint64_t preempt_after_ns = 100'000'000; // 0: never preempt
     GovernorPolicy governor = GovernorPolicy::Hybrid;
     uint32_t governor_spins = 10'000;
     std::string binding = "all";

@@ -108,27 +108,47 @@ void ReadyQueue::push_unplaced(nosv_task* task) {
     // Counted before it is linked: a reader may see the count a moment before
     // the task (it retries), never a task that is not counted yet.
     count({}, +1);
-    nosv_task* head = intake_.load(std::memory_order_relaxed);
+    link(intake_, task);
+}
+
+void ReadyQueue::push_preempted(nosv_task* task, int cpu) {
+    task->preempted_cpu = cpu;
+    count({Placement::Kind::Cpu, cpu, true}, +1); // strict: only `cpu` runs it
+    link(preempted_, task);
+}
+
+void ReadyQueue::link(std::atomic<nosv_task*>& stack, nosv_task* task) {
+    nosv_task* head = stack.load(std::memory_order_relaxed);
     do {
         task->intake_next = head;
         // Release: the lock holder that takes the stack (acquire) sees the
         // task's fields and its link.
-    } while (!intake_.compare_exchange_weak(head, task, std::memory_order_release,
-                                            std::memory_order_relaxed));
+    } while (!stack.compare_exchange_weak(head, task, std::memory_order_release,
+                                          std::memory_order_relaxed));
 }
 
-void ReadyQueue::drain_intake() {
-    if (intake_.load(std::memory_order_relaxed) == nullptr) return;
-    nosv_task* t = intake_.exchange(nullptr, std::memory_order_acquire);
-    nosv_task* oldest = nullptr; // reverse the stack into submit order
+nosv_task* ReadyQueue::take_oldest_first(std::atomic<nosv_task*>& stack) {
+    if (stack.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    nosv_task* t = stack.exchange(nullptr, std::memory_order_acquire);
+    nosv_task* oldest = nullptr; // reverse the stack into arrival order
     while (t) {
         nosv_task* next = std::exchange(t->intake_next, oldest);
         oldest = t;
         t = next;
     }
-    for (t = oldest; t;) {
+    return oldest;
+}
+
+void ReadyQueue::drain_intake() {
+    // Already counted, both.
+    for (nosv_task* t = take_oldest_first(preempted_); t;) {
         nosv_task* next = std::exchange(t->intake_next, nullptr);
-        place(t, {}, false); // already counted
+        place(t, {Placement::Kind::Cpu, t->preempted_cpu, true}, true);
+        t = next;
+    }
+    for (nosv_task* t = take_oldest_first(intake_); t;) {
+        nosv_task* next = std::exchange(t->intake_next, nullptr);
+        place(t, {}, false);
         t = next;
     }
 }

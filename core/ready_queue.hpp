@@ -26,6 +26,11 @@ class ReadyQueue {
     // for the queue lock that workers take to pop. The task is counted at
     // once, and the locked members see it from their next call on.
     void push_unplaced(nosv_task* task);
+    // Thread-safe, lock-free and allocation-free (a signal handler calls
+    // it): queues the running task of a thread preempted on logical CPU
+    // `cpu`, strictly for that CPU and ahead of its peers, so the task never
+    // sees another task of its process take its place.
+    void push_preempted(nosv_task* task, int cpu);
     // The best task that may run on logical CPU `cpu` (on NUMA `numa`), or
     // null. Strict and preferred matches come first at equal priority; a
     // CPU with nothing of its own steals preferred work of other places.
@@ -67,13 +72,18 @@ class ReadyQueue {
     Fifo& fifo_for(const nosv_task* task, const scheduler::Placement& where);
     // Queues without counting: push() and drain_intake() count apart.
     void place(nosv_task* task, const scheduler::Placement& where, bool front);
-    // Moves what push_unplaced() left in the intake into any_, in order.
+    // Moves what push_unplaced() and push_preempted() left in their stacks
+    // into the queues, in order.
     void drain_intake();
+    static void link(std::atomic<nosv_task*>& stack, nosv_task* task);
+    // Empties `stack`; returns its tasks oldest first, linked by intake_next.
+    static nosv_task* take_oldest_first(std::atomic<nosv_task*>& stack);
     void count(const scheduler::Placement& where, int delta);
 
     shm::ProcSlot& counters_;
     // Tasks from push_unplaced(), newest first (a Treiber stack).
     std::atomic<nosv_task*> intake_{nullptr};
+    std::atomic<nosv_task*> preempted_{nullptr}; // from push_preempted(), newest first
     // Unplaced work: fresh tasks in any_, tasks that live on a thread
     // (attached or resumed) in any_bound_, so batches never look inside a
     // task; ready_seq keeps FIFO order between the two.

@@ -63,6 +63,7 @@ void format_cpus(Segment& s, const std::vector<scheduler::CpuInfo>& cpus) {
         slot.owner_proc.store(kNone, std::memory_order_relaxed);
         slot.owner_thread.store(kNone, std::memory_order_relaxed);
         slot.turn_proc.store(kNone, std::memory_order_relaxed);
+        slot.preempt_asked_ns.store(0, std::memory_order_relaxed);
         slot.stint_proc = kNone;
     }
     s.header.unheld_cpus.store(int(cpus.size()), std::memory_order_seq_cst);
@@ -71,6 +72,7 @@ void format_cpus(Segment& s, const std::vector<scheduler::CpuInfo>& cpus) {
 
 void format_config(Segment& s, const Config& c) {
     s.header.config.quantum_ns = c.quantum_ns;
+    s.header.config.preempt_after_ns = c.preempt_after_ns;
     s.header.config.governor_policy = uint32_t(c.governor);
     s.header.config.governor_spins = c.governor_spins;
 }
@@ -209,6 +211,7 @@ int Runtime::start(bool quiet) {
     external_type_.label = "attached";
     external_type_.external = true;
     external_type_.magic = kTypeMagic;
+    install_preemption();
     monitor_ = std::thread([this] { monitor_main(); });
     return NOSV_SUCCESS;
 }
@@ -226,6 +229,8 @@ void Runtime::monitor_main() {
         bool want_cpu = me.ready_total.load(std::memory_order_relaxed) > 0;
         bool reap_due =
             now - s.header.last_reap_ns.load(std::memory_order_relaxed) >= kReapIntervalNs;
+        if (want_cpu && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0)
+            ask_overdue_holders();
         if (!want_cpu || (!reap_due && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0))
             continue;
         ensure_receiver();
@@ -244,6 +249,7 @@ void Runtime::stop() {
     Segment& s = *segment();
     if (ThreadContext* self = this_thread_context(); self && self->attached) detach(*self, true);
     stopping_.store(true, std::memory_order_release);
+    s.procs[proc_].preemptible.store(0, std::memory_order_relaxed);
     // Nobody may grant our pool threads a CPU any more.
     WakeList wakes;
     {

@@ -73,6 +73,17 @@ class Runtime {
     void stop();
     void monitor_main();
 
+    // ---- the preemption safety net (preemption.cpp) -------------------
+    // Installs the signal handler unless the program has one of its own;
+    // true when this process's threads give way to it.
+    bool install_preemption();
+    static void on_preempt_signal(int);
+    // In the handler, in user code: gives the caller's CPU to the next
+    // other process with work for it, then waits to get that CPU back.
+    void give_way(ThreadContext& self);
+    // Monitor: signals holders of CPUs this process has long waited for.
+    void ask_overdue_holders();
+
     // Queues a ready task and makes sure some CPU will pick it up.
     void make_ready(nosv_task* task, bool front);
     // Gives an unheld CPU to this process's work when one exists.

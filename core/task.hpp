@@ -49,7 +49,8 @@ struct alignas(64) nosv_task {
     coexec::core::ThreadContext* thread = nullptr;
     nosv_task* blocking_waiter = nullptr; // resumed when this task completes
     uint64_t ready_seq = 0;               // FIFO order among queues (ReadyQueue)
-    nosv_task* intake_next = nullptr;     // link in ReadyQueue's lock-free intake
+    nosv_task* intake_next = nullptr;     // link in ReadyQueue's lock-free stacks
+    int32_t preempted_cpu = -1;           // where a preempted task waits (push_preempted)
     uint64_t magic = 0;                   // kTaskMagic while alive
     size_t metadata_size = 0;
     // Metadata follows the struct.

@@ -4,6 +4,7 @@
 #include "core/task.hpp"
 #include "shm/layout.hpp"
 
+#include <atomic>
 #include <memory>
 #include <sched.h>
 #include <thread>
@@ -32,5 +33,48 @@ struct ThreadContext {
 
 // The calling thread's context, or null for threads coexec does not know.
 ThreadContext*& this_thread_context();
+
+// How deep the calling thread is inside coexec's own code. The preemption
+// signal acts only at depth 0, in user code, where the thread holds none of
+// coexec's locks and its context is consistent.
+int& runtime_depth();
+
+// Marks a scope of coexec's own code (every C API entry, a worker between
+// tasks): a preemption signal arriving inside it is ignored.
+class RuntimeSection {
+  public:
+    RuntimeSection() {
+        ++runtime_depth();
+        // Only the thread itself and its signal handler look at the depth:
+        // a compiler barrier orders it with the scope's body.
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~RuntimeSection() {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        --runtime_depth();
+    }
+    RuntimeSection(const RuntimeSection&) = delete;
+    RuntimeSection& operator=(const RuntimeSection&) = delete;
+};
+
+// The opposite, for user code that coexec calls (a task body): preemptible.
+class UserSection {
+  public:
+    UserSection() : saved_(runtime_depth()) {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        runtime_depth() = 0;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~UserSection() {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        runtime_depth() = saved_;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    UserSection(const UserSection&) = delete;
+    UserSection& operator=(const UserSection&) = delete;
+
+  private:
+    int saved_;
+};
 
 } // namespace coexec::core

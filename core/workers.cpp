@@ -68,6 +68,7 @@ void Runtime::show_label(ThreadContext& self, const nosv_task_type* type) {
 }
 
 void Runtime::worker_main(ThreadContext& self) {
+    RuntimeSection section; // a worker is in coexec but for its task bodies
     this_thread_context() = &self;
     segment()->threads[self.slot].tid = int32_t(::gettid());
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
@@ -174,8 +175,11 @@ void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     task->state.store(TaskState::Running, std::memory_order_release);
     self.current = task;
     show_label(self, task->type);
-    if (task->type->run) task->type->run(task);
-    if (task->type->end) task->type->end(task);
+    {
+        UserSection body;
+        if (task->type->run) task->type->run(task);
+        if (task->type->end) task->type->end(task);
+    }
     self.current = nullptr;
     task->thread = nullptr;
     task->state.store(TaskState::Ended, std::memory_order_release);

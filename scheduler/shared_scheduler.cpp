@@ -54,6 +54,8 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
         slot.pool_head = kNone;
         slot.pool_size.store(0, rlx);
         slot.threads.store(0, rlx);
+        slot.preemptible.store(0, rlx);
+        slot.preemptions.store(0, rlx);
         slot.ready_total.store(0, rlx);
         slot.ready_any.store(0, rlx);
         for (auto& c : slot.ready_cpu)
@@ -231,10 +233,20 @@ bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t no
 }
 
 SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, WakeList& wakes) {
-    Header& h = s_.header;
     CpuSlot& cpu = s_.cpus[c];
     uint64_t now = now_ns();
     if (!turn_expired(cpu, self, now) && has_work(self, c)) return Next::Own;
+    return next_turn(c, self, true, now, wakes);
+}
+
+bool SharedScheduler::give_way(int32_t c, int32_t self, WakeList& wakes) {
+    return next_turn(c, self, false, now_ns(), wakes) == Next::Other;
+}
+
+SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool self_may_keep,
+                                                 uint64_t now, WakeList& wakes) {
+    Header& h = s_.header;
+    CpuSlot& cpu = s_.cpus[c];
     // Round-robin: start after the process whose turn it was.
     int n = h.alive_count;
     int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
@@ -242,6 +254,7 @@ SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, WakeList&
         int32_t p = h.alive[(start + k) % n];
         if (!has_work(p, c)) continue;
         if (p == self) {
+            if (!self_may_keep) continue;
             cpu.turn_proc.store(self, rlx);
             cpu.turn_start_ns.store(now, rlx);
             return Next::Own;
@@ -250,6 +263,27 @@ SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, WakeList&
         return Next::Other;
     }
     return Next::None;
+}
+
+int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now) {
+    const uint64_t after = s_.header.config.preempt_after_ns;
+    CpuSlot& cpu = s_.cpus[c];
+    if (after == 0 || cpu.state.load(rlx) != CpuState::Running) return kNone;
+    int32_t owner = cpu.owner_proc.load(rlx);
+    int32_t thread = cpu.owner_thread.load(rlx);
+    if (owner == kNone || owner == waiter || thread == kNone || !has_work(waiter, c)) return kNone;
+    if (!s_.procs[owner].preemptible.load(rlx)) return kNone;
+    // The owner's process has had the CPU since its turn began (or, if the
+    // turn is someone else's, since its thread took the CPU).
+    uint64_t since =
+        cpu.turn_proc.load(rlx) == owner ? cpu.turn_start_ns.load(rlx) : cpu.since_ns.load(rlx);
+    if (now < since || now - since < quantum_ns() + after) return kNone;
+    // One request per period, whoever asks: the holder needs a moment to
+    // reach its handler, and repeated signals would only interrupt it again.
+    uint64_t asked = cpu.preempt_asked_ns.load(rlx);
+    if (now - asked < after) return kNone;
+    if (!cpu.preempt_asked_ns.compare_exchange_strong(asked, now, rlx)) return kNone;
+    return thread;
 }
 
 int32_t SharedScheduler::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {

@@ -63,6 +63,15 @@ class SharedScheduler {
     // (in slot order) with work and a pool thread gets it (Other, granted
     // and queued in `wakes`). `self_has_work` is the caller's own view.
     Next decide(int32_t cpu, int32_t self, WakeList& wakes);
+    // Locked. The holder of `cpu`, of process `self`, is preempted: the next
+    // other process in round-robin order with work for `cpu` and a pool
+    // thread gets it. False (and nothing changes) if none can take it.
+    bool give_way(int32_t cpu, int32_t self, WakeList& wakes);
+    // Lock-free, for the preemption safety net. The thread slot to signal
+    // when another process holds `cpu` past its quantum plus
+    // SegmentConfig::preempt_after_ns while `waiter` has work for it, or
+    // kNone. Returns a given CPU's holder at most once per that period.
+    int32_t overdue_holder(int32_t cpu, int32_t waiter, uint64_t now);
 
     // Locked. Hands `cpu` to `thread`, whatever it held before.
     void grant(int32_t cpu, int32_t thread, WakeList& wakes);
@@ -115,6 +124,7 @@ class SharedScheduler {
     void release_cpus_of(int32_t proc);
     void free_threads_of(int32_t proc);
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
+    Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, uint64_t now, WakeList& wakes);
 
     shm::Segment& s_;
 };

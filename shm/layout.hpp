@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 3;
+inline constexpr uint32_t kAbiVersion = 4;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -57,6 +57,10 @@ struct alignas(64) CpuSlot {
     // schedpoints without it (a stale value only delays a switch).
     std::atomic<int32_t> turn_proc;
     std::atomic<uint64_t> turn_start_ns;
+    // When a waiting process last asked the holder to give way (preemption
+    // safety net); claimed by compare-exchange so one request goes out per
+    // period however many processes wait.
+    std::atomic<uint64_t> preempt_asked_ns;
     // CPU-time accounting: the process whose stint is open, and its start.
     int32_t stint_proc;
     uint64_t stint_start_ns;
@@ -89,12 +93,16 @@ struct alignas(64) ProcSlot {
     std::atomic<int32_t> pool_size;
     std::atomic<int32_t> threads; // thread slots in use
     std::atomic<uint32_t> monitor_word;
+    // Its threads give way when signalled (the preemption handler is
+    // installed); others never receive the signal.
+    std::atomic<uint32_t> preemptible;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU
     std::atomic<int64_t> ready_numa[kMaxNuma];     // strictly bound to a NUMA node
     alignas(64) std::atomic<uint64_t> cpu_time_ns; // closed stints
     std::atomic<uint64_t> handoffs;                // CPU grants received
+    std::atomic<uint64_t> preemptions;             // times its threads gave way to a signal
 };
 
 enum class Isolation : uint32_t { Process = 0, User = 1, Group = 2, Public = 3 };
@@ -102,6 +110,10 @@ enum class Isolation : uint32_t { Process = 0, User = 1, Group = 2, Public = 3 }
 // Settings fixed when the segment is created; every process uses these.
 struct SegmentConfig {
     uint64_t quantum_ns;
+    // A holder that keeps a CPU this long past its quantum, without reaching
+    // a scheduling point, while another process waits for it, is signalled
+    // to give way; 0 turns the safety net off.
+    uint64_t preempt_after_ns;
     uint32_t governor_policy; // 0 hybrid, 1 idle, 2 busy
     uint32_t governor_spins;
     Isolation isolation;

@@ -14,10 +14,8 @@ struct StatFields {
     uint64_t start_time = 0;
 };
 
-// Reads state (field 3) and starttime (field 22) of /proc/<pid>/stat.
-bool read_stat(pid_t pid, StatFields& out) {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+// Reads state (field 3) and starttime (field 22) of a /proc stat file.
+bool read_stat(const char* path, StatFields& out) {
     int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[1024];
@@ -37,6 +35,12 @@ bool read_stat(pid_t pid, StatFields& out) {
     return true;
 }
 
+bool read_stat(pid_t pid, StatFields& out) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+    return read_stat(path, out);
+}
+
 } // namespace
 
 uint64_t process_start_time(pid_t pid) {
@@ -50,6 +54,13 @@ bool process_alive(pid_t pid, uint64_t start_time) {
     // A zombie keeps its /proc entry but never runs again.
     if (f.state == 'Z' || f.state == 'X') return false;
     return f.start_time == start_time;
+}
+
+bool thread_on_cpu(pid_t pid, pid_t tid) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", int(pid), int(tid));
+    StatFields f;
+    return read_stat(path, f) && f.state == 'R';
 }
 
 } // namespace coexec::shm

@@ -13,4 +13,8 @@ uint64_t process_start_time(pid_t pid);
 // True when `pid` exists and started at `start_time`.
 bool process_alive(pid_t pid, uint64_t start_time);
 
+// True when thread `tid` of `pid` is running or runnable in the kernel
+// (state R), not sleeping in a system call.
+bool thread_on_cpu(pid_t pid, pid_t tid);
+
 } // namespace coexec::shm

@@ -229,6 +229,24 @@ TEST(TwoProcesses, TaskwaitLetsTeammatesRun) {
     }
 }
 
+// Two processes whose teams of two busy-wait in user code for each other's
+// turn (no OpenMP call in the loop). Each process ends up holding one CPU
+// with its other thread waiting; only the preemption safety net gets the
+// waiting thread a CPU. Before it, this deadlocked in every run (as LLVM's
+// kmp_atomic_cas.c and kmp_atomic_cas_cpt.c did when lit ran them together).
+TEST(TwoProcesses, UserSpinHandshakesDoNotDeadlock) {
+    const auto env = rehosted_env("handshake");
+    for (int round = 0; round < 2; ++round) {
+        Subprocess a({program("omp_features", "clang"), "handshake"}, env);
+        Subprocess b({program("omp_features", "gcc"), "handshake"}, env);
+        const ProcessResult ra = a.wait(60s);
+        const ProcessResult rb = b.wait(60s);
+        ASSERT_FALSE(ra.timed_out || rb.timed_out) << "round " << round << ": deadlocked";
+        ASSERT_EQ(ra.exit_code, 0) << ra.err;
+        ASSERT_EQ(rb.exit_code, 0) << rb.err;
+    }
+}
+
 // A root thread gives its CPU back between parallel regions (the default
 // root policy): with coexec managing a single CPU, a process whose main thread
 // sleeps in serial code after a region must not keep another process from

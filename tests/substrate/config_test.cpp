@@ -26,6 +26,7 @@ TEST(Config, Defaults) {
     auto r = load_config(c);
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(c.quantum_ns, 20'000'000u);
+    EXPECT_EQ(c.preempt_after_ns, 100'000'000u);
     EXPECT_EQ(c.isolation, coexec::shm::Isolation::User);
     EXPECT_EQ(c.governor, GovernorPolicy::Hybrid);
     EXPECT_EQ(c.binding, "all");
@@ -36,7 +37,8 @@ TEST(Config, OverridesAllDocumentedKeys) {
     ::setenv(
         "NOSV_CONFIG_OVERRIDE",
         "shared_memory.isolation_level=group,shared_memory.name=abc,scheduler.quantum_ns=5000000,"
-        "governor.policy=busy,governor.spins=77,topology.binding=0-1,3",
+        "governor.policy=busy,governor.spins=77,topology.binding=0-1,3,"
+        "scheduler.preempt_after_ns=0",
         1);
     Config c;
     auto r = load_config(c);
@@ -47,6 +49,7 @@ TEST(Config, OverridesAllDocumentedKeys) {
     EXPECT_EQ(c.governor, GovernorPolicy::Busy);
     EXPECT_EQ(c.governor_spins, 77u);
     EXPECT_EQ(c.binding, "0-1,3"); // the comma inside the CPU list survives
+    EXPECT_EQ(c.preempt_after_ns, 0u);
     EXPECT_TRUE(r.warnings.empty());
 }
 
@@ -76,9 +79,10 @@ TEST(Config, CoexecSynonymsAndFileThenOverride) {
 
 TEST(Config, BadValuesAreErrors) {
     EnvGuard g;
-    for (const char* bad : {"scheduler.quantum_ns=abc", "scheduler.quantum_ns=5",
-                            "governor.policy=fast", "shared_memory.isolation_level=world",
-                            "shared_memory.name=a/b", "novalue", "governor.spins=-1"}) {
+    for (const char* bad :
+         {"scheduler.quantum_ns=abc", "scheduler.quantum_ns=5", "governor.policy=fast",
+          "shared_memory.isolation_level=world", "shared_memory.name=a/b", "novalue",
+          "governor.spins=-1", "scheduler.preempt_after_ns=5", "scheduler.preempt_after_ns=soon"}) {
         Config c;
         auto r = apply_overrides(c, bad);
         EXPECT_FALSE(r.ok) << bad;

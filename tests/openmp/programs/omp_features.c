@@ -3,7 +3,8 @@
  * Prints "ok <feature>" per feature; exits 1 on the first wrong result and 2
  * on an unknown feature name. Not in the default list: "sleep" blocks in
  * serial code (poll) for 30 s; "taskwait_storm" waits on hidden helper tasks
- * from every thread of a team (run it in two processes at once). */
+ * from every thread of a team, and "handshake" busy-waits in user code for a
+ * teammate (run these two in two processes at once). */
 #include <omp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -201,6 +202,32 @@ static void taskwait_storm(void) {
     CHECK(done == 400);
 }
 
+/* Two threads of a team take turns through a shared counter, busy-waiting in
+ * user code with no OpenMP call (as LLVM's kmp_atomic_cas tests do). Each
+ * needs the other to run at the same time: two such processes sharing the
+ * CPUs deadlock unless a CPU holder that never reaches a scheduling point
+ * can be preempted. */
+static void handshake(void) {
+    const int rounds = 8;
+    for (int r = 0; r < rounds; ++r) {
+        int turn = 0;
+#pragma omp parallel num_threads(2) shared(turn)
+        {
+            const int me = omp_get_thread_num();
+            for (int step = me; step < 8; step += 2) {
+                int seen;
+                do {
+#pragma omp atomic read
+                    seen = turn;
+                } while (seen != step);
+#pragma omp atomic update
+                turn++;
+            }
+        }
+        CHECK(turn == 8);
+    }
+}
+
 /* Serial code that blocks in the kernel for a long time after OpenMP ran
  * (not in the default list): a re-hosted root thread must not hold a CPU
  * meanwhile. poll() is used because the adapter does not wrap it (it wraps
@@ -225,7 +252,8 @@ static const struct feature features[] = {
     {"hidden_helper", hidden_helper},
 };
 static const struct feature extra_features[] = {{"sleep", sleep_serial},
-                                                {"taskwait_storm", taskwait_storm}};
+                                                {"taskwait_storm", taskwait_storm},
+                                                {"handshake", handshake}};
 
 static const struct feature* find(const char* name) {
     for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
