@@ -86,6 +86,7 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
     row.ready = p.ready_total.load(rlx);
     row.cpu_time_ns = sched.cpu_time_ns(slot, now);
     row.handoffs = p.handoffs.load(rlx);
+    row.preemptions = p.preemptions.load(rlx);
     row.threads = p.threads.load(rlx);
     row.alive = shm::process_alive(p.pid, p.start_time);
     return row;
@@ -99,6 +100,7 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     info.abi_version = h.abi_version;
     info.age_ns = h.created_ns != 0 && now > h.created_ns ? now - h.created_ns : 0;
     info.quantum_ns = h.config.quantum_ns;
+    info.preempt_after_ns = h.config.preempt_after_ns;
     info.governor = h.config.governor_policy <= 2
                         ? core::governor_name(core::GovernorPolicy(h.config.governor_policy))
                         : "unknown";

@@ -35,6 +35,7 @@ struct ProcRow {
     int64_t ready = 0;
     uint64_t cpu_time_ns = 0;
     uint64_t handoffs = 0;
+    uint64_t preemptions = 0; // times its threads gave way to the safety net
     int threads = 0;
     bool alive = true; // false: died, not reaped yet
 };
@@ -46,6 +47,7 @@ struct SegmentInfo {
     uint32_t abi_version = 0;
     uint64_t age_ns = 0; // 0 when the segment does not record its creation
     uint64_t quantum_ns = 0;
+    uint64_t preempt_after_ns = 0; // 0: no preemption
     std::string governor;
     uint32_t governor_spins = 0;
     std::string isolation;

@@ -113,6 +113,10 @@ std::vector<std::string> info_lines(const Snapshot& snap, const std::string& bin
                     s.age_ns ? ", created " + format_duration(s.age_ns) + " ago" : ""),
         fmt::format("isolation    {}", s.isolation),
         fmt::format("quantum      {}", format_duration(s.quantum_ns)),
+        s.preempt_after_ns
+            ? fmt::format("preemption   {} past the quantum, with no scheduling point",
+                          format_duration(s.preempt_after_ns))
+            : std::string("preemption   off"),
         fmt::format("governor     {} ({} spins before sleeping)", s.governor, s.governor_spins),
         fmt::format("binding      {} (configured)", binding),
         fmt::format("processes    {} of {}", s.procs_used, s.procs_max),
@@ -159,6 +163,7 @@ json processes_json(const Snapshot& snap) {
                          {"ready", p.ready},
                          {"cpu_time_ns", p.cpu_time_ns},
                          {"handoffs", p.handoffs},
+                         {"preemptions", p.preemptions},
                          {"threads", p.threads},
                          {"alive", p.alive}});
     return procs;
@@ -183,6 +188,7 @@ json info_json(const Snapshot& snap, const std::string& binding) {
               {"age_ns", or_null(s.age_ns != 0, s.age_ns)}}},
             {"config",
              {{"quantum_ns", s.quantum_ns},
+              {"preempt_after_ns", s.preempt_after_ns},
               {"governor", s.governor},
               {"governor_spins", s.governor_spins},
               {"isolation", s.isolation},
