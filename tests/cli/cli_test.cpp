@@ -147,7 +147,8 @@ TEST_F(CliTest, TopJsonShowsEveryCpuAndTheWorker) {
     EXPECT_TRUE(worker_runs) << doc.dump(1);
     const json* proc = find_process(doc, worker->pid());
     ASSERT_NE(proc, nullptr) << doc.dump(1);
-    for (const char* key : {"pid", "name", "cpus", "ready", "cpu_time_ns", "handoffs", "threads"})
+    for (const char* key :
+         {"pid", "name", "cpus", "ready", "cpu_time_ns", "handoffs", "preemptions", "threads"})
         EXPECT_TRUE(proc->contains(key)) << key;
     EXPECT_EQ((*proc)["name"], "cli-worker");
     EXPECT_GE((*proc)["cpus"].get<int>(), 0);
@@ -201,6 +202,7 @@ TEST_F(CliTest, InfoShowsTopologyConfigAndUsage) {
     EXPECT_EQ(info["segment"]["name"], shm_path());
     EXPECT_EQ(info["usage"]["processes"], 1);
     EXPECT_EQ(info["config"]["quantum_ns"], 20'000'000);
+    EXPECT_EQ(info["config"]["preempt_after_ns"], 100'000'000);
     EXPECT_EQ(info["topology"]["cpu_list"].size(), info["topology"]["cpus"].get<size_t>());
 }
 
