@@ -289,6 +289,13 @@ COEXEC_API int coexec_block_enter(void) {
     return c.rt->block_enter(*c.self);
 }
 
+COEXEC_API int coexec_lend_cpu(void) {
+    RuntimeSection section;
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    return c.rt->lend_cpu(*c.self);
+}
+
 COEXEC_API int coexec_block_exit(void) {
     RuntimeSection section;
     Runtime* rt = Runtime::get();

@@ -52,6 +52,7 @@ class Runtime {
     int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label);
     int detach(ThreadContext& self, bool restore_affinity);
     int block_enter(ThreadContext& self);
+    int lend_cpu(ThreadContext& self);
     int block_exit(ThreadContext& self);
     bool cpu_wanted(const ThreadContext& self) const;
     // Completes `task` if its last event is gone.

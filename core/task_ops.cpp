@@ -9,6 +9,7 @@
 #include <new>
 #include <pthread.h>
 #include <unistd.h>
+#include <utility>
 
 namespace coexec::core {
 
@@ -244,8 +245,49 @@ int Runtime::block_enter(ThreadContext& self) {
     return NOSV_SUCCESS;
 }
 
+int Runtime::lend_cpu(ThreadContext& self) {
+    nosv_task* t = self.current;
+    const int32_t c = self.cpu;
+    if (c == kNone) return NOSV_ERR_INVALID_OPERATION;
+    // Work already waiting for this CPU (or a successor of ours) gets it now.
+    if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
+    t->state.store(TaskState::Blocked, rel);
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    WakeList wakes;
+    int32_t taker;
+    {
+        auto lock = sched_->lock(wakes);
+        sched_->set_lent(c);
+        // Fence: the CPU counts as unheld before we read the ready counters
+        // (Dekker with kick()). Work queued meanwhile takes it at once.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        taker = sched_->offer(c, wakes);
+    }
+    wakes.flush(*segment());
+    self.cpu = kNone;
+    self.lent_cpu = taker == kNone ? c : kNone;
+    return NOSV_SUCCESS;
+}
+
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
+    if (t->state.load(acq) != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
+    if (const int32_t c = std::exchange(self.lent_cpu, kNone); c != kNone) {
+        WakeList wakes;
+        bool back;
+        {
+            auto lock = sched_->lock(wakes);
+            back = sched_->reclaim_lent(c, self.slot);
+        }
+        wakes.flush(*segment());
+        if (back) {
+            // Nobody needed it: the cheap way back, still bound to it.
+            self.cpu = c;
+            if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+            t->state.store(TaskState::Running, rel);
+            return NOSV_SUCCESS;
+        }
+    }
     if (!transition(t, TaskState::Blocked, TaskState::Ready)) return NOSV_ERR_INVALID_OPERATION;
     make_ready(t, true);
     if (wait_for_cpu(self) == kNone) self.cpu = kNone;

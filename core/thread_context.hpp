@@ -14,6 +14,7 @@ namespace coexec::core {
 struct ThreadContext {
     int32_t slot = shm::kNone;                  // the thread's slot in the segment
     int32_t cpu = shm::kNone;                   // logical CPU held now
+    int32_t lent_cpu = shm::kNone;              // CPU lent by coexec_lend_cpu, maybe taken since
     nosv_task* current = nullptr;               // what nosv_self() returns
     nosv_task* assigned = nullptr;              // unbound task handed over with a CPU
     nosv_task* immediate = nullptr;             // NOSV_SUBMIT_IMMEDIATE successor

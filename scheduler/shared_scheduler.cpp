@@ -19,7 +19,7 @@ bool counts_as_unheld(CpuState st) {
     return st != CpuState::Running;
 }
 bool counts_as_wakeable(CpuState st) {
-    return st == CpuState::Free || st == CpuState::Sleeping;
+    return st == CpuState::Free || st == CpuState::Sleeping || st == CpuState::Lent;
 }
 } // namespace
 
@@ -354,6 +354,17 @@ void SharedScheduler::bind_thread(int32_t t, int32_t c) {
     th.bound_cpu.store(sched_setaffinity(th.tid, sizeof set, &set) == 0 ? c : kNone, rlx);
 }
 
+void SharedScheduler::unbind_thread(int32_t t) {
+    ThreadSlot& th = s_.threads[t];
+    if (th.tid <= 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int32_t c = 0; c < cpu_count(); ++c)
+        CPU_SET(s_.cpus[c].system_id, &set);
+    sched_setaffinity(th.tid, sizeof set, &set);
+    th.bound_cpu.store(kNone, rlx);
+}
+
 void SharedScheduler::set_state(int32_t c, CpuState next) {
     CpuSlot& cpu = s_.cpus[c];
     const CpuState before = cpu.state.load(rlx);
@@ -377,6 +388,25 @@ void SharedScheduler::set_holding(int32_t c, bool sleeping) {
     set_state(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
 }
 
+void SharedScheduler::set_lent(int32_t c) {
+    CpuSlot& cpu = s_.cpus[c];
+    close_stint(cpu, now_ns());
+    int32_t t = cpu.owner_thread.load(rlx);
+    if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
+    set_state(c, CpuState::Lent);
+}
+
+bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) != CpuState::Lent || cpu.owner_thread.load(rlx) != thread) return false;
+    ThreadSlot& th = s_.threads[thread];
+    cpu.stint_proc = th.proc;
+    cpu.stint_start_ns = now_ns();
+    th.state.store(ThreadState::Running, rlx);
+    set_state(c, CpuState::Running);
+    return true;
+}
+
 void SharedScheduler::set_free(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
@@ -389,6 +419,15 @@ void SharedScheduler::set_free(int32_t c) {
 void SharedScheduler::evict_holder(CpuSlot& cpu) {
     int32_t t = cpu.owner_thread.load(rlx);
     if (t == kNone) return;
+    if (cpu.state.load(rlx) == CpuState::Lent) {
+        // The lender is not waiting: it learns it at reclaim_lent(). Until
+        // then it runs on any managed CPU rather than share this one.
+        unbind_thread(t);
+        s_.threads[t].state.store(ThreadState::Blocked, rlx);
+        cpu.owner_thread.store(kNone, rlx);
+        cpu.owner_proc.store(kNone, rlx);
+        return;
+    }
     // The holder spins on its word or sleeps on it. As a pool thread it just
     // waits for a grant, so a sleeping holder need not be woken; a spinning
     // one sees the word change and goes to sleep.
@@ -399,7 +438,7 @@ void SharedScheduler::evict_holder(CpuSlot& cpu) {
 }
 
 int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
-    int32_t own_holder = kNone, free_cpu = kNone, foreign_holder = kNone;
+    int32_t own_holder = kNone, free_cpu = kNone, foreign_holder = kNone, lent_cpu = kNone;
     for (int32_t c = 0; c < cpu_count(); ++c) {
         CpuSlot& cpu = s_.cpus[c];
         CpuState st = cpu.state.load(rlx);
@@ -407,6 +446,9 @@ int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, 
         bool preferred = !where.strict && where.kind == Placement::Kind::Cpu && where.index == c;
         if (st == CpuState::Free) {
             if (free_cpu == kNone || preferred) free_cpu = c;
+        } else if (st == CpuState::Lent) {
+            // Last choice: its borrower may come back for it any moment.
+            if (lent_cpu == kNone || preferred) lent_cpu = c;
         } else if (cpu.owner_proc.load(rlx) == proc) {
             if (own_holder == kNone || preferred) own_holder = c;
         } else if (foreign_holder == kNone || preferred) {
@@ -418,7 +460,7 @@ int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, 
         grant(own_holder, s_.cpus[own_holder].owner_thread.load(rlx), wakes);
         return own_holder;
     }
-    int32_t c = free_cpu != kNone ? free_cpu : foreign_holder;
+    int32_t c = free_cpu != kNone ? free_cpu : foreign_holder != kNone ? foreign_holder : lent_cpu;
     if (c == kNone || s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
     evict_holder(s_.cpus[c]);
     grant_to_pool(c, proc, wakes);
@@ -434,7 +476,9 @@ int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
         int32_t p = h.alive[(start + k) % n];
         if (!has_work(p, c)) continue;
         int32_t holder = cpu.owner_thread.load(rlx);
-        if (holder != kNone && cpu.owner_proc.load(rlx) == p) {
+        // An idle holder of p's takes p's work itself; a borrower does not look.
+        if (holder != kNone && cpu.owner_proc.load(rlx) == p &&
+            cpu.state.load(rlx) != CpuState::Lent) {
             grant(c, holder, wakes);
             return holder;
         }
@@ -447,17 +491,23 @@ int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
 
 int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where,
                                          int32_t prefer) const {
-    if (prefer >= 0 && prefer < cpu_count() &&
-        s_.cpus[prefer].state.load(rlx) != CpuState::Running &&
+    auto taken = [&](int32_t c) {
+        CpuState st = s_.cpus[c].state.load(rlx);
+        return st == CpuState::Running || st == CpuState::Lent;
+    };
+    if (prefer >= 0 && prefer < cpu_count() && !taken(prefer) &&
         where.allows(s_.cpus[prefer], prefer))
         return prefer;
     int32_t best = kNone;
-    int best_rank = 3;
+    int best_rank = 4;
     for (int32_t c = 0; c < cpu_count(); ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         CpuState st = cpu.state.load(rlx);
         if (st == CpuState::Running || !where.allows(cpu, c)) continue;
-        int rank = st == CpuState::Free ? 0 : cpu.owner_proc.load(rlx) == proc ? 1 : 2;
+        int rank = st == CpuState::Free               ? 0
+                   : st == CpuState::Lent             ? 3
+                   : cpu.owner_proc.load(rlx) == proc ? 1
+                                                      : 2;
         if (!where.strict && where.kind == Placement::Kind::Cpu && where.index == c) rank = -1;
         if (rank < best_rank) {
             best = c;

@@ -86,6 +86,11 @@ class SharedScheduler {
     // Locked. The holder keeps `cpu` but has no work: Idle while it spins
     // (and looks for work itself), Sleeping once it sleeps.
     void set_holding(int32_t cpu, bool sleeping);
+    // Locked. The holder of Running `cpu` leaves coexec's view but keeps
+    // running on it until someone claims it (which evicts it).
+    void set_lent(int32_t cpu);
+    // Locked. `thread` takes back the CPU it lent: false if it was claimed.
+    bool reclaim_lent(int32_t cpu, int32_t thread);
     // Locked. Nobody holds `cpu` any more.
     void set_free(int32_t cpu);
 
@@ -119,6 +124,8 @@ class SharedScheduler {
     // and wakeable_cpus in step with it.
     void set_state(int32_t cpu, shm::CpuState next);
     void evict_holder(shm::CpuSlot& cpu);
+    // Lets `thread` run on every managed CPU (an evicted lender).
+    void unbind_thread(int32_t thread);
     int32_t pool_pop(int32_t proc);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
     void release_cpus_of(int32_t proc);

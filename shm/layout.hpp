@@ -29,6 +29,9 @@ enum class CpuState : uint32_t {
     Running = 1,  // a thread holds it and runs a task
     Idle = 2,     // a worker holds it and spins waiting for work
     Sleeping = 3, // a worker holds it and sleeps on its futex word
+    // Its holder left coexec's view (an OpenMP root in serial code) but runs
+    // on it until someone needs it; whoever claims it evicts the holder.
+    Lent = 4,
 };
 
 enum class ThreadState : uint32_t {
@@ -36,7 +39,7 @@ enum class ThreadState : uint32_t {
     Pool = 1,    // worker without CPU or task, waiting for a grant
     Waiting = 2, // has ready work (attached or resumed), waiting for a CPU
     Running = 3, // holds a CPU
-    Holding = 4, // holds a CPU idle (spinning or sleeping)
+    Holding = 4, // holds a CPU idle (spinning or sleeping), or lends it
     Blocked = 5, // paused, in waitfor, or blocked outside coexec: no CPU
 };
 

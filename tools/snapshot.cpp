@@ -41,6 +41,8 @@ const char* state_name(CpuState s) {
         return "idle";
     case CpuState::Sleeping:
         return "sleeping";
+    case CpuState::Lent:
+        return "lent";
     }
     return "unknown";
 }

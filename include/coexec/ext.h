@@ -16,8 +16,18 @@ extern "C" {
  * task holds no CPU and is not ready. Only from a task; calls do not nest. */
 int coexec_block_enter(void);
 
-/* Waits for a CPU again after coexec_block_enter() and binds the thread to
- * it. Returns NOSV_ERR_INVALID_OPERATION without a matching enter. */
+/* Like coexec_block_enter(), for a thread about to run code of its own that
+ * may be short or may block: it stays bound to its CPU and runs there until
+ * any process that needs a CPU takes it; from then on it may run on every
+ * managed CPU. Ends with coexec_block_exit(), which is cheap (no hand-off, no
+ * wake-up, no affinity change) when the CPU was not taken. The thread must
+ * not change its own affinity meanwhile. Only from a task; calls do not
+ * nest. */
+int coexec_lend_cpu(void);
+
+/* Waits for a CPU again after coexec_block_enter() or coexec_lend_cpu() and
+ * binds the thread to it. Returns NOSV_ERR_INVALID_OPERATION without a
+ * matching enter. */
 int coexec_block_exit(void);
 
 /* Nonzero when some ready coexec work (of any process) could run on the

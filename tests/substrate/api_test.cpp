@@ -567,3 +567,60 @@ TEST(Api, SubmitAndWaitRoundsNeverLoseATask) {
     }
     nosv_type_destroy(type, 0);
 }
+
+namespace {
+// The state of the one CPU of a "topology.binding=0" instance.
+shm::CpuState only_cpu_state(const test::ScopedSegment& seg) {
+    auto map = seg.map();
+    return map->cpus[0].state.load();
+}
+} // namespace
+
+TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
+    test::ScopedSegment seg("topology.binding=0");
+    ASSERT_EQ(nosv_init(), 0);
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "lender", 0), 0);
+    for (int round = 0; round < 20; ++round) {
+        ASSERT_EQ(coexec_lend_cpu(), 0);
+        EXPECT_EQ(only_cpu_state(seg), shm::CpuState::Lent);
+        EXPECT_EQ(nosv_yield(0), NOSV_ERR_OUTSIDE_TASK) << "a lender is outside coexec";
+        ASSERT_EQ(coexec_block_exit(), 0);
+        EXPECT_EQ(only_cpu_state(seg), shm::CpuState::Running);
+        expect_bound_to_held_cpu();
+    }
+    EXPECT_EQ(coexec_block_exit(), NOSV_ERR_INVALID_OPERATION) << "no matching lend";
+    ASSERT_EQ(nosv_detach(0), 0);
+    ASSERT_EQ(nosv_shutdown(), 0);
+}
+
+// Work submitted while the only CPU is lent runs on it at once; the lender
+// waits for the CPU at coexec_block_exit() and is bound to it again.
+TEST(Api, ALentCpuGoesToWorkThatNeedsIt) {
+    test::ScopedSegment seg("topology.binding=0");
+    ASSERT_EQ(nosv_init(), 0);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "lender", 0), 0);
+    static std::atomic<int> ran;
+    ran = 0;
+    nosv_task_type_t type;
+    ASSERT_EQ(nosv_type_init(
+                  &type, [](nosv_task_t) { ran++; }, nullptr, nullptr, "work", nullptr, nullptr, 0),
+              0);
+    nosv_task_t task;
+    ASSERT_EQ(nosv_create(&task, type, 0, 0), 0);
+    for (int round = 0; round < 20; ++round) {
+        ASSERT_EQ(coexec_lend_cpu(), 0);
+        ASSERT_EQ(nosv_submit(task, 0), 0);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (ran.load() <= round && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        ASSERT_EQ(ran.load(), round + 1) << "the task never got the lent CPU";
+        ASSERT_EQ(coexec_block_exit(), 0);
+        expect_bound_to_held_cpu();
+    }
+    ASSERT_EQ(nosv_destroy(task, 0), 0);
+    ASSERT_EQ(nosv_type_destroy(type, 0), 0);
+    ASSERT_EQ(nosv_detach(0), 0);
+    ASSERT_EQ(nosv_shutdown(), 0);
+}
