@@ -248,12 +248,16 @@ TEST(TwoProcesses, UserSpinHandshakesDoNotDeadlock) {
 }
 
 // A root thread gives its CPU back between parallel regions (the default
-// root policy): with coexec managing a single CPU, a process whose main thread
-// sleeps in serial code after a region must not keep another process from
-// running (with COEXEC_OMP_ROOT=hold this test would time out).
-TEST(Root, SleepingRootHoldsNoCpu) {
-    auto env = rehosted_env("root");
+// root policy, region) or lends it (lend): with coexec managing a single CPU,
+// a process whose main thread sleeps in serial code after a region must not
+// keep another process from running (with COEXEC_OMP_ROOT=hold this test
+// would time out).
+class Root : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Root, SleepingRootHoldsNoCpu) {
+    auto env = rehosted_env("root" + GetParam());
     env["COEXEC_CONFIG_OVERRIDE"] += ",topology.binding=0";
+    env["COEXEC_OMP_ROOT"] = GetParam();
     Subprocess sleeper({program("omp_features", "clang"), "reduction", "sleep"}, env);
     std::this_thread::sleep_for(1s); // past its region, into the sleep
     ASSERT_TRUE(sleeper.running());
@@ -262,6 +266,30 @@ TEST(Root, SleepingRootHoldsNoCpu) {
     EXPECT_FALSE(other.timed_out) << "the sleeping root kept the only CPU";
     EXPECT_EQ(other.exit_code, 0) << other.err;
     EXPECT_TRUE(sleeper.running()); // still asleep; the destructor kills it
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, Root, ::testing::Values("region", "lend"));
+
+// A lending root takes its CPU back at the next region when nobody needed it,
+// and serial code of a root whose CPU was taken still gives right results.
+TEST(Root, LendingRootRunsEveryFeature) {
+    auto env = rehosted_env("lend");
+    env["COEXEC_OMP_ROOT"] = "lend";
+    const ProcessResult r = run({program("omp_features", "clang")}, env, 120s);
+    ASSERT_FALSE(r.timed_out) << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "root policy: lend")) << r.err;
+}
+
+// A policy name coexec does not know: one clear line, then the default.
+TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
+    auto env = rehosted_env("badroot");
+    env["COEXEC_OMP_ROOT"] = "sometimes";
+    const ProcessResult r = run({program("omp_features", "clang"), "reduction"}, env, 60s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "COEXEC_OMP_ROOT must be region, lend or hold, not 'sometimes'"))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "root policy: region")) << r.err;
 }
 
 // Bad input to the test programs: a clear error and exit code 2.

@@ -40,6 +40,16 @@ class MutexLock {
     pthread_mutex_t& m_;
 };
 
+// What a root thread does with its CPU between outermost parallel regions:
+// give it back at every region end (serial code runs with the root's own
+// affinity), lend it (serial code stays bound to it until someone needs it),
+// or hold it.
+enum class RootPolicy { region, lend, hold };
+
+const char* root_policy_name(RootPolicy p) {
+    return p == RootPolicy::region ? "region" : p == RootPolicy::lend ? "lend" : "hold";
+}
+
 // What the process knows about coexec: started or not, how many threads it
 // attached (so the last one out may shut coexec down), and the root policy.
 // A constinit global, not a function-local static: libomp links without the
@@ -64,17 +74,16 @@ class Process {
             std::fprintf(stderr, "coexec: libomp runs without coexec (%s)\n", coexec_last_error());
             return;
         }
-        const char* root = std::getenv("COEXEC_OMP_ROOT");
-        hold_root_ = root != nullptr && std::strcmp(root, "hold") == 0;
+        root_policy_ = root_policy_from_env();
         initialized_ = true;
         // Relaxed readers are fine: every thread that reads the flag either ran
         // this (the initialising root) or is ordered after it by libomp's
         // initialisation lock or by pthread_create of the worker, which also
-        // publishes hold_root_.
+        // publishes root_policy_.
         __kmp_coexec_enabled.store(1, std::memory_order_release);
         if (verbose())
             std::fprintf(stderr, "coexec: libomp re-hosted on coexec (root policy: %s)\n",
-                         hold_root_ ? "hold" : "region");
+                         root_policy_name(root_policy_));
     }
 
     // Shuts coexec down once nothing is attached; otherwise leaves it to the
@@ -100,7 +109,7 @@ class Process {
             std::fprintf(stderr, "coexec: libomp runs without coexec in this fork() child\n");
     }
 
-    bool hold_root() const { return hold_root_; }
+    RootPolicy root_policy() const { return root_policy_; }
     // Arms the thread-exit hook, so a root thread that ends detaches itself.
     void watch_exit(void* value) {
         if (key_created_) pthread_setspecific(exit_key_, value);
@@ -114,13 +123,25 @@ class Process {
   private:
     static void on_thread_exit(void* slot);
 
+    static RootPolicy root_policy_from_env() {
+        const char* v = std::getenv("COEXEC_OMP_ROOT");
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "region") == 0) return RootPolicy::region;
+        if (std::strcmp(v, "lend") == 0) return RootPolicy::lend;
+        if (std::strcmp(v, "hold") == 0) return RootPolicy::hold;
+        std::fprintf(stderr,
+                     "coexec: COEXEC_OMP_ROOT must be region, lend or hold, not '%s'; "
+                     "using region\n",
+                     v);
+        return RootPolicy::region;
+    }
+
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
     pthread_key_t exit_key_{};
     bool key_created_ = false;
     bool tried_ = false;
     bool initialized_ = false;
     bool forked_child_ = false;
-    bool hold_root_ = false;
+    RootPolicy root_policy_ = RootPolicy::region;
     std::atomic<int> attached_{0};
 };
 
@@ -196,8 +217,23 @@ class ThreadSlot {
         Inside inside(*this);
         if (coexec_block_enter() != NOSV_SUCCESS) return false;
         holds_ = false;
-        // The CPU binding belongs to coexec; serial code runs where it did before.
+        widen();
+        return true;
+    }
+
+    // The CPU binding belongs to coexec; serial code runs where it did before
+    // (and threads it creates inherit that).
+    void widen() {
         if (have_mask_ && role_ == Role::root) sched_setaffinity(0, sizeof(mask_), &mask_);
+    }
+
+    // Lends the CPU while the root runs serial code, still bound to it: it
+    // is the root's again at the next region unless someone needed it.
+    bool lend() {
+        if (!holds_ || inside_) return false;
+        Inside inside(*this);
+        if (coexec_lend_cpu() != NOSV_SUCCESS) return false;
+        holds_ = false;
         return true;
     }
 
@@ -285,7 +321,17 @@ void __kmp_coexec_region_begin(bool eligible) {
 
 void __kmp_coexec_region_end() {
     if (slot.role() != Role::root || slot.depth() == 0) return;
-    if (--slot.depth() == 0 && !Process::get().hold_root()) slot.release();
+    if (--slot.depth() != 0) return;
+    switch (Process::get().root_policy()) {
+    case RootPolicy::region:
+        slot.release();
+        break;
+    case RootPolicy::lend:
+        slot.lend();
+        break;
+    case RootPolicy::hold:
+        break;
+    }
 }
 
 void* __kmp_coexec_sleep_task() {
