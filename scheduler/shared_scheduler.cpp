@@ -447,7 +447,7 @@ int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, 
         if (st == CpuState::Free) {
             if (free_cpu == kNone || preferred) free_cpu = c;
         } else if (st == CpuState::Lent) {
-            // Last choice: its borrower may come back for it any moment.
+            // Last choice: its lender may come back for it any moment.
             if (lent_cpu == kNone || preferred) lent_cpu = c;
         } else if (cpu.owner_proc.load(rlx) == proc) {
             if (own_holder == kNone || preferred) own_holder = c;
@@ -476,7 +476,7 @@ int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
         int32_t p = h.alive[(start + k) % n];
         if (!has_work(p, c)) continue;
         int32_t holder = cpu.owner_thread.load(rlx);
-        // An idle holder of p's takes p's work itself; a borrower does not look.
+        // An idle holder of p's takes p's work itself; a lender does not look.
         if (holder != kNone && cpu.owner_proc.load(rlx) == p &&
             cpu.state.load(rlx) != CpuState::Lent) {
             grant(c, holder, wakes);

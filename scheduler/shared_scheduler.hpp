@@ -96,20 +96,22 @@ class SharedScheduler {
 
     // Locked. Finds an unheld CPU allowed by `where` for process `proc` and
     // gives it to `proc`: to its own idle holder (woken), or to one of its
-    // pool threads (evicting another process's idle holder). Returns the CPU,
-    // or kNone if none is unheld or `proc` has no pool thread for it.
+    // pool threads (evicting another process's idle holder, or a lender: a
+    // Lent CPU is the last choice). Returns the CPU, or kNone if none is
+    // unheld or `proc` has no pool thread for it.
     int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes);
-    // Locked. An unheld CPU allowed by `where`: `prefer` if it is unheld,
-    // else Free first, then one held idle by `proc`, then any; or kNone.
+    // Locked. An unheld CPU allowed by `where`: `prefer` if it is unheld and
+    // not Lent, else Free first, then one held idle by `proc`, then any idle,
+    // then a Lent one; or kNone.
     int32_t find_unheld_cpu(int32_t proc, const Placement& where,
                             int32_t prefer = shm::kNone) const;
-    // Locked. Gives unheld `cpu` to `thread` directly; a holder goes back to
-    // its pool.
+    // Locked. Gives unheld `cpu` to `thread` directly; an idle holder goes
+    // back to its pool, a lender is evicted.
     void give_unheld_cpu(int32_t cpu, int32_t thread, WakeList& wakes);
-    // Locked. `cpu` is unheld (Free, or held idle): gives it, round-robin,
-    // to a process with work for it: to that process's idle holder of it,
-    // or to one of its pool threads (evicting any other holder). Returns the
-    // thread granted, or kNone.
+    // Locked. `cpu` is unheld (Free, held idle, or Lent): gives it,
+    // round-robin, to a process with work for it: to that process's idle
+    // holder of it, or to one of its pool threads (evicting any other holder
+    // or the lender). Returns the thread granted, or kNone.
     int32_t offer(int32_t cpu, WakeList& wakes);
     // Locked. Offers every Free CPU.
     void distribute_free(WakeList& wakes);

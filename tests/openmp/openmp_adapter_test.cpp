@@ -211,22 +211,30 @@ TEST(TwoProcesses, TopShowsOneOpenmpThreadPerCpu) {
     EXPECT_EQ(b.wait(60s).exit_code, 0);
 }
 
+// Runs `a` and `b` at once, `rounds` times; each round both must finish
+// within 60 s and succeed. `hang` says what a timeout means.
+void expect_pair_finishes(const std::vector<std::string>& a_argv,
+                          const std::vector<std::string>& b_argv,
+                          const std::map<std::string, std::string>& env, int rounds,
+                          const char* hang) {
+    for (int round = 0; round < rounds; ++round) {
+        Subprocess a(a_argv, env);
+        Subprocess b(b_argv, env);
+        const ProcessResult ra = a.wait(60s);
+        const ProcessResult rb = b.wait(60s);
+        ASSERT_FALSE(ra.timed_out || rb.timed_out) << "round " << round << ": " << hang;
+        ASSERT_EQ(ra.exit_code, 0) << ra.err;
+        ASSERT_EQ(rb.exit_code, 0) << rb.err;
+    }
+}
+
 // Two processes whose every thread waits on hidden helper tasks in taskwait:
 // each team gets fewer CPUs than it has threads, so a waiter that found no
 // task must let a teammate run. libomp's taskwait loop never yields by
 // itself; this hung in about one round of five before the adapter made it.
 TEST(TwoProcesses, TaskwaitLetsTeammatesRun) {
-    const auto env = rehosted_env("taskwait");
-    for (int round = 0; round < 8; ++round) {
-        Subprocess a({program("omp_features", "clang"), "taskwait_storm"}, env);
-        Subprocess b({program("omp_features", "clang"), "taskwait_storm"}, env);
-        const ProcessResult ra = a.wait(60s);
-        const ProcessResult rb = b.wait(60s);
-        ASSERT_FALSE(ra.timed_out || rb.timed_out)
-            << "round " << round << ": a taskwait starved its team";
-        ASSERT_EQ(ra.exit_code, 0) << ra.err;
-        ASSERT_EQ(rb.exit_code, 0) << rb.err;
-    }
+    const std::vector<std::string> storm{program("omp_features", "clang"), "taskwait_storm"};
+    expect_pair_finishes(storm, storm, rehosted_env("taskwait"), 8, "a taskwait starved its team");
 }
 
 // Two processes whose teams of two busy-wait in user code for each other's
@@ -235,16 +243,9 @@ TEST(TwoProcesses, TaskwaitLetsTeammatesRun) {
 // waiting thread a CPU. Before it, this deadlocked in every run (as LLVM's
 // kmp_atomic_cas.c and kmp_atomic_cas_cpt.c did when lit ran them together).
 TEST(TwoProcesses, UserSpinHandshakesDoNotDeadlock) {
-    const auto env = rehosted_env("handshake");
-    for (int round = 0; round < 2; ++round) {
-        Subprocess a({program("omp_features", "clang"), "handshake"}, env);
-        Subprocess b({program("omp_features", "gcc"), "handshake"}, env);
-        const ProcessResult ra = a.wait(60s);
-        const ProcessResult rb = b.wait(60s);
-        ASSERT_FALSE(ra.timed_out || rb.timed_out) << "round " << round << ": deadlocked";
-        ASSERT_EQ(ra.exit_code, 0) << ra.err;
-        ASSERT_EQ(rb.exit_code, 0) << rb.err;
-    }
+    expect_pair_finishes({program("omp_features", "clang"), "handshake"},
+                         {program("omp_features", "gcc"), "handshake"}, rehosted_env("handshake"),
+                         2, "deadlocked");
 }
 
 // A root thread gives its CPU back between parallel regions (the default

@@ -54,15 +54,21 @@ int waiter(Control& ctl) {
     return nosv_shutdown() == 0 ? 0 : 23;
 }
 
+// A spinning holder (for at most `limit`) and a waiter, in two processes on
+// one CPU; both must finish and succeed.
+void run_holder_and_waiter(Control& ctl, std::chrono::milliseconds limit) {
+    pid_t holder = test::fork_child([&] { return spinning_holder(ctl, limit); });
+    pid_t other = test::fork_child([&] { return waiter(ctl); });
+    EXPECT_EQ(test::wait_child(holder, 30s), 0);
+    EXPECT_EQ(test::wait_child(other, 30s), 0);
+}
+
 } // namespace
 
 TEST(Preemption, ASpinningHolderGivesWayToAnotherProcess) {
     test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=20000000");
     Shared<Control> ctl;
-    pid_t holder = test::fork_child([&] { return spinning_holder(*ctl, 20s); });
-    pid_t other = test::fork_child([&] { return waiter(*ctl); });
-    EXPECT_EQ(test::wait_child(other, 30s), 0);
-    EXPECT_EQ(test::wait_child(holder, 30s), 0);
+    run_holder_and_waiter(*ctl, 20s);
     EXPECT_TRUE(ctl->waiter_ran_during_spin) << "the spinning holder never gave way";
     // It got the same CPU back (the only one here, and the one it was bound to).
     EXPECT_EQ(ctl->holder_cpu_after.load(), ctl->holder_cpu_before.load());
@@ -71,10 +77,7 @@ TEST(Preemption, ASpinningHolderGivesWayToAnotherProcess) {
 TEST(Preemption, OffMeansAHolderKeepsItsCpuUntilASchedulingPoint) {
     test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
     Shared<Control> ctl;
-    pid_t holder = test::fork_child([&] { return spinning_holder(*ctl, 1500ms); });
-    pid_t other = test::fork_child([&] { return waiter(*ctl); });
-    EXPECT_EQ(test::wait_child(holder, 30s), 0);
-    EXPECT_EQ(test::wait_child(other, 30s), 0);
+    run_holder_and_waiter(*ctl, 1500ms);
     EXPECT_FALSE(ctl->waiter_ran_during_spin);
     EXPECT_TRUE(ctl->waiter_ran) << "the waiter runs once the holder detaches";
 }
