@@ -209,10 +209,11 @@ COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const c
     RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    if (!task || (flags & ~NOSV_ATTACH_INSTRUMENT)) return NOSV_ERR_INVALID_PARAMETER;
+    if (!task || (flags & ~(NOSV_ATTACH_INSTRUMENT | COEXEC_ATTACH_KEEP_AFFINITY)))
+        return NOSV_ERR_INVALID_PARAMETER;
     if (affinity && !valid_affinity(*rt, *affinity)) return NOSV_ERR_INVALID_PARAMETER;
     if (this_thread_context()) return NOSV_ERR_INVALID_OPERATION; // already a coexec thread
-    return rt->attach(task, affinity, label);
+    return rt->attach(task, affinity, label, flags & COEXEC_ATTACH_KEEP_AFFINITY);
 }
 
 COEXEC_API int nosv_detach(nosv_flags_t flags) {
@@ -224,7 +225,9 @@ COEXEC_API int nosv_detach(nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
     if (!self) return NOSV_ERR_OUTSIDE_TASK;
     if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
-    return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY));
+    // A thread that kept its affinity has nothing to restore (and may have
+    // changed it itself since).
+    return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY) && !self->keeps_affinity);
 }
 
 // ---- getters and setters (invalid handles give neutral values) -------

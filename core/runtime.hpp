@@ -49,7 +49,8 @@ class Runtime {
     int yield(ThreadContext& self);
     int schedpoint(ThreadContext& self);
     int waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns);
-    int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label);
+    int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
+               bool keeps_affinity);
     int detach(ThreadContext& self, bool restore_affinity);
     int block_enter(ThreadContext& self);
     int lend_cpu(ThreadContext& self);
@@ -123,9 +124,14 @@ class Runtime {
     // The caller's task stops running until someone makes it ready again;
     // returns once it holds a CPU again.
     void block_current(ThreadContext& self);
+    // Runs the calling thread on `cpu` from now on. A thread that keeps its
+    // affinity is pinned only if the kernel has it elsewhere.
     void bind_to(ThreadContext& self, int32_t cpu);
     // Makes the next bind_to() set the kernel affinity, whatever it was.
     void forget_binding(ThreadContext& self);
+    // Before a thread that keeps its affinity runs code of its own: undoes
+    // what bind_to() pinned.
+    void unpin(ThreadContext& self);
 
     void worker_main(ThreadContext& self);
     // Idle holder: spins then sleeps until work arrives (true) or the CPU

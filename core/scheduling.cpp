@@ -4,6 +4,9 @@
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <cassert>
 #include <utility>
 
@@ -135,7 +138,28 @@ void Runtime::ensure_receiver() {
 
 void Runtime::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
-    sched_->bind_thread(self.slot, cpu); // usually the granter bound us already
+    if (!self.keeps_affinity) {
+        sched_->bind_thread(self.slot, cpu); // usually the granter bound us already
+        return;
+    }
+    // Usually the kernel keeps the thread where it last held this CPU, and
+    // sched_getcpu() (a vDSO call) costs far less than two affinity changes
+    // per grant. When the kernel has put it elsewhere, pin it: left alone it
+    // may share a CPU with another coexec thread for milliseconds.
+    const int32_t system_cpu = segment()->cpus[cpu].system_id;
+    if (sched_getcpu() == system_cpu) return;
+    if (!self.pinned)
+        self.pinned =
+            pthread_getaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask) == 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(system_cpu, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
+void Runtime::unpin(ThreadContext& self) {
+    if (!std::exchange(self.pinned, false)) return;
+    pthread_setaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask);
 }
 
 void Runtime::forget_binding(ThreadContext& self) {

@@ -173,15 +173,17 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     return NOSV_SUCCESS;
 }
 
-int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label) {
+int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
+                    bool keeps_affinity) {
     auto ctx = std::make_unique<ThreadContext>();
     ctx->attached = true;
+    ctx->keeps_affinity = keeps_affinity;
     pthread_getaffinity_np(pthread_self(), sizeof ctx->original_mask, &ctx->original_mask);
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
         ctx->slot = sched_->alloc_thread(proc_, ::gettid(), label ? label : "attached",
-                                         ThreadState::Waiting);
+                                         ThreadState::Waiting, keeps_affinity);
         if (ctx->slot != kNone) by_slot_[size_t(ctx->slot)] = ctx.get();
     }
     wakes.flush(*segment());
@@ -225,6 +227,7 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     wakes.flush(*segment());
     if (restore_affinity)
         pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
+    unpin(self);
     delete_task(t);
     this_thread_context() = nullptr;
     delete &self;
@@ -236,9 +239,10 @@ int Runtime::block_enter(ThreadContext& self) {
     if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     t->state.store(TaskState::Blocked, rel);
     if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
-    // Outside coexec the thread may change its own affinity (an adapter
-    // lets serial code run where it ran before): bind again on the next grant.
+    // Outside coexec the thread may change its own affinity: bind again on
+    // the next grant.
     forget_binding(self);
+    unpin(self);
     nosv_task* next = nullptr;
     leave_cpu(self, false, &next);
     self.cpu = kNone;
@@ -266,6 +270,7 @@ int Runtime::lend_cpu(ThreadContext& self) {
     wakes.flush(*segment());
     self.cpu = kNone;
     self.lent_cpu = taker == kNone ? c : kNone;
+    unpin(self);
     return NOSV_SUCCESS;
 }
 
@@ -281,8 +286,9 @@ int Runtime::block_exit(ThreadContext& self) {
         }
         wakes.flush(*segment());
         if (back) {
-            // Nobody needed it: the cheap way back, still bound to it.
-            self.cpu = c;
+            // Nobody needed it: the cheap way back (a thread that keeps its
+            // affinity may need pinning again).
+            bind_to(self, c);
             if (self.worker) unblocked_workers_.fetch_add(1, rlx);
             t->state.store(TaskState::Running, rel);
             return NOSV_SUCCESS;

@@ -27,6 +27,9 @@ struct ThreadContext {
     bool has_batch() const { return batch_next < batch_end; }
     bool worker = false;
     bool attached = false;
+    bool keeps_affinity = false; // attached with COEXEC_ATTACH_KEEP_AFFINITY
+    bool pinned = false;         // such a thread, pinned by bind_to(); own mask below
+    cpu_set_t own_mask{};
     cpu_set_t original_mask{};                   // restored by detach
     std::unique_ptr<nosv_task_type> attach_type; // carries the attach label
     std::thread thread;                          // workers only

@@ -158,7 +158,7 @@ void SharedScheduler::repair(WakeList& wakes) {
 // ---- threads ---------------------------------------------------------
 
 int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label,
-                                      ThreadState state) {
+                                      ThreadState state, bool keeps_affinity) {
     Header& h = s_.header;
     int32_t t = h.thread_free_head;
     if (t == kNone) return kNone;
@@ -169,6 +169,7 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     th.tid = tid;
     th.grant.store(kNone, rlx);
     th.bound_cpu.store(kNone, rlx);
+    th.keeps_affinity = keeps_affinity;
     std::memset(th.label, 0, sizeof th.label);
     if (label) std::strncpy(th.label, label, sizeof th.label - 1);
     th.state.store(state, std::memory_order_release);
@@ -343,7 +344,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
 void SharedScheduler::bind_thread(int32_t t, int32_t c) {
     ThreadSlot& th = s_.threads[t];
     // tid 0 (a worker not started yet) would name the caller itself.
-    if (th.bound_cpu.load(rlx) == c || th.tid <= 0) return;
+    if (th.bound_cpu.load(rlx) == c || th.tid <= 0 || th.keeps_affinity) return;
     // Granters bind before they publish the grant: binding a waiting thread
     // is cheap, and the kernel then wakes it on the granted CPU. A thread
     // that binds itself after waking first runs on its previous CPU
@@ -356,7 +357,7 @@ void SharedScheduler::bind_thread(int32_t t, int32_t c) {
 
 void SharedScheduler::unbind_thread(int32_t t) {
     ThreadSlot& th = s_.threads[t];
-    if (th.tid <= 0) return;
+    if (th.tid <= 0 || th.keeps_affinity) return;
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int32_t c = 0; c < cpu_count(); ++c)

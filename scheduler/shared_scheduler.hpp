@@ -46,7 +46,8 @@ class SharedScheduler {
     bool empty() const { return s_.header.alive_count == 0; }
 
     // ---- threads (locked) --------------------------------------------
-    int32_t alloc_thread(int32_t proc, pid_t tid, const char* label, shm::ThreadState state);
+    int32_t alloc_thread(int32_t proc, pid_t tid, const char* label, shm::ThreadState state,
+                         bool keeps_affinity = false);
     void free_thread(int32_t thread);
     void pool_push(int32_t thread);
 

@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 4;
+inline constexpr uint32_t kAbiVersion = 5;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -81,6 +81,9 @@ struct alignas(64) ThreadSlot {
     // the thread itself while it holds no grant in flight, and by a granter
     // just before it publishes a grant (the thread is waiting then).
     std::atomic<int32_t> bound_cpu;
+    // Set at attach and fixed until the slot is freed: coexec counts the
+    // thread on the CPUs it grants but leaves its kernel affinity alone.
+    bool keeps_affinity;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
 };

@@ -594,6 +594,67 @@ TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
     ASSERT_EQ(nosv_shutdown(), 0);
 }
 
+namespace {
+cpu_set_t own_affinity() {
+    cpu_set_t mask;
+    pthread_getaffinity_np(pthread_self(), sizeof mask, &mask);
+    return mask;
+}
+
+cpu_set_t only(int system_cpu) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    CPU_SET(system_cpu, &mask);
+    return mask;
+}
+} // namespace
+
+// A thread attached with COEXEC_ATTACH_KEEP_AFFINITY runs outside coexec
+// (lent, blocked, detached) with the affinity it chose itself, also one it
+// set meanwhile. While it holds a CPU, it runs there: when the kernel has it
+// on another CPU, coexec pins it to the one it holds.
+TEST(Api, AThreadThatKeepsItsAffinityRunsUnderItOutsideCoexec) {
+    test::ScopedSegment seg;
+    ASSERT_EQ(nosv_init(), 0);
+    if (nosv_get_num_cpus() < 2) GTEST_SKIP() << "needs two CPUs";
+    const cpu_set_t all = own_affinity();
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "keeper", COEXEC_ATTACH_KEEP_AFFINITY), 0);
+    for (int round = 0; round < 20; ++round) {
+        ASSERT_EQ(coexec_lend_cpu(), 0);
+        cpu_set_t now = own_affinity();
+        EXPECT_TRUE(CPU_EQUAL(&now, &all)) << "lent";
+        ASSERT_EQ(coexec_block_exit(), 0);
+        ASSERT_EQ(coexec_block_enter(), 0);
+        now = own_affinity();
+        EXPECT_TRUE(CPU_EQUAL(&now, &all)) << "blocked";
+        ASSERT_EQ(coexec_block_exit(), 0);
+    }
+    // Lend the CPU, then move to another one: taking it back pins the thread.
+    const int held = nosv_get_current_system_cpu();
+    int elsewhere = -1;
+    for (int c = 0; c < CPU_SETSIZE && elsewhere < 0; ++c)
+        if (c != held && CPU_ISSET(c, &all)) elsewhere = c;
+    ASSERT_GE(elsewhere, 0);
+    ASSERT_EQ(coexec_lend_cpu(), 0);
+    const cpu_set_t mine = only(elsewhere);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof mine, &mine), 0);
+    ASSERT_EQ(coexec_block_exit(), 0);
+    const cpu_set_t pinned = only(nosv_get_current_system_cpu());
+    cpu_set_t now = own_affinity();
+    EXPECT_TRUE(CPU_EQUAL(&now, &pinned)) << "holding a CPU the kernel did not run it on";
+    EXPECT_EQ(sched_getcpu(), nosv_get_current_system_cpu());
+    ASSERT_EQ(coexec_lend_cpu(), 0);
+    now = own_affinity();
+    EXPECT_TRUE(CPU_EQUAL(&now, &mine)) << "its own choice comes back";
+    ASSERT_EQ(coexec_block_exit(), 0);
+    ASSERT_EQ(nosv_detach(0), 0);
+    now = own_affinity();
+    EXPECT_TRUE(CPU_EQUAL(&now, &mine)) << "detach keeps its own choice";
+    pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+    ASSERT_EQ(nosv_shutdown(), 0);
+}
+
 // Work submitted while the only CPU is lent runs on it at once; the lender
 // waits for the CPU at coexec_block_exit() and is bound to it again.
 TEST(Api, ALentCpuGoesToWorkThatNeedsIt) {
