@@ -47,6 +47,11 @@ bool contains(const std::string& text, const std::string& what) {
     return text.find(what) != std::string::npos;
 }
 
+// What omp_features runs when given no feature name.
+const std::vector<std::string> kDefaultFeatures = {"reduction", "oversubscribed", "set_num_threads",
+                                                   "nested",    "tasks",          "pause",
+                                                   "fork",      "hidden_helper",  "root_affinity"};
+
 struct FeatureCase {
     std::string compiler;
     std::string feature;
@@ -74,8 +79,7 @@ TEST_P(Features, RunsCorrectlyRehosted) {
 std::vector<FeatureCase> feature_cases() {
     std::vector<FeatureCase> cases;
     for (const char* compiler : {"clang", "gcc"})
-        for (const char* f : {"reduction", "oversubscribed", "set_num_threads", "nested", "tasks",
-                              "pause", "fork", "hidden_helper"})
+        for (const std::string& f : kDefaultFeatures)
             cases.push_back({compiler, f});
     return cases;
 }
@@ -98,7 +102,7 @@ TEST(Fallback, DisabledPrintsOneLineAndWorks) {
             lines(r.err),
             std::vector<std::string>{"coexec: libomp runs without coexec (COEXEC_DISABLE is set)"})
             << compiler;
-        EXPECT_EQ(lines(r.out).size(), 8u) << r.out;
+        EXPECT_EQ(lines(r.out).size(), kDefaultFeatures.size()) << r.out;
     }
 }
 
@@ -248,8 +252,8 @@ TEST(TwoProcesses, UserSpinHandshakesDoNotDeadlock) {
                          2, "deadlocked");
 }
 
-// A root thread gives its CPU back between parallel regions (the default
-// root policy, region) or lends it (lend): with coexec managing a single CPU,
+// A root thread lends its CPU between parallel regions (the default root
+// policy, lend) or gives it back (region): with coexec managing a single CPU,
 // a process whose main thread sleeps in serial code after a region must not
 // keep another process from running (with COEXEC_OMP_ROOT=hold this test
 // would time out).
@@ -269,18 +273,22 @@ TEST_P(Root, SleepingRootHoldsNoCpu) {
     EXPECT_TRUE(sleeper.running()); // still asleep; the destructor kills it
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, Root, ::testing::Values("region", "lend"));
+INSTANTIATE_TEST_SUITE_P(Policies, Root, ::testing::Values("lend", "region"));
 
-// A lending root takes its CPU back at the next region when nobody needed it,
-// and serial code of a root whose CPU was taken still gives right results.
-TEST(Root, LendingRootRunsEveryFeature) {
-    auto env = rehosted_env("lend");
-    env["COEXEC_OMP_ROOT"] = "lend";
+// The policies that are not the default run every feature too (among them
+// root_affinity: serial code keeps its own affinity under each policy).
+class RootPolicy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RootPolicy, RunsEveryFeature) {
+    auto env = rehosted_env("policy" + GetParam());
+    env["COEXEC_OMP_ROOT"] = GetParam();
     const ProcessResult r = run({program("omp_features", "clang")}, env, 120s);
     ASSERT_FALSE(r.timed_out) << r.err;
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(contains(r.err, "root policy: lend")) << r.err;
+    EXPECT_TRUE(contains(r.err, "root policy: " + GetParam())) << r.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Policies, RootPolicy, ::testing::Values("region", "hold"));
 
 // A policy name coexec does not know: one clear line, then the default.
 TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
@@ -288,9 +296,9 @@ TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
     env["COEXEC_OMP_ROOT"] = "sometimes";
     const ProcessResult r = run({program("omp_features", "clang"), "reduction"}, env, 60s);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(contains(r.err, "COEXEC_OMP_ROOT must be region, lend or hold, not 'sometimes'"))
+    EXPECT_TRUE(contains(r.err, "COEXEC_OMP_ROOT must be lend, region or hold, not 'sometimes'"))
         << r.err;
-    EXPECT_TRUE(contains(r.err, "root policy: region")) << r.err;
+    EXPECT_TRUE(contains(r.err, "root policy: lend")) << r.err;
 }
 
 // Bad input to the test programs: a clear error and exit code 2.

@@ -41,10 +41,11 @@ class MutexLock {
 };
 
 // What a root thread does with its CPU between outermost parallel regions:
-// give it back at every region end (serial code runs with the root's own
-// affinity), lend it (serial code stays bound to it until someone needs it),
-// or hold it.
-enum class RootPolicy { region, lend, hold };
+// lend it (it is the root's again at the next region unless someone needed
+// it meanwhile), give it back at every region end, or hold it. Roots keep
+// their own kernel affinity throughout, so serial code runs where it ran
+// before (and threads it creates inherit that) under every policy.
+enum class RootPolicy { lend, region, hold };
 
 const char* root_policy_name(RootPolicy p) {
     return p == RootPolicy::region ? "region" : p == RootPolicy::lend ? "lend" : "hold";
@@ -125,14 +126,14 @@ class Process {
 
     static RootPolicy root_policy_from_env() {
         const char* v = std::getenv("COEXEC_OMP_ROOT");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "region") == 0) return RootPolicy::region;
-        if (std::strcmp(v, "lend") == 0) return RootPolicy::lend;
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "lend") == 0) return RootPolicy::lend;
+        if (std::strcmp(v, "region") == 0) return RootPolicy::region;
         if (std::strcmp(v, "hold") == 0) return RootPolicy::hold;
         std::fprintf(stderr,
-                     "coexec: COEXEC_OMP_ROOT must be region, lend or hold, not '%s'; "
-                     "using region\n",
+                     "coexec: COEXEC_OMP_ROOT must be lend, region or hold, not '%s'; "
+                     "using lend\n",
                      v);
-        return RootPolicy::region;
+        return RootPolicy::lend;
     }
 
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
@@ -141,7 +142,7 @@ class Process {
     bool tried_ = false;
     bool initialized_ = false;
     bool forked_child_ = false;
-    RootPolicy root_policy_ = RootPolicy::region;
+    RootPolicy root_policy_ = RootPolicy::lend;
     std::atomic<int> attached_{0};
 };
 
@@ -175,7 +176,8 @@ class ThreadSlot {
 
     // Becomes a coexec thread, unless it already is one (then it is foreign:
     // someone else attached it, it runs on a CPU it holds, and we never
-    // detach it).
+    // detach it). Workers are bound to the CPU coexec grants; roots run the
+    // application's serial code too, so they keep their own affinity.
     void enter(Role role) {
         if (nosv_task_t own = nosv_self()) {
             role_ = Role::foreign;
@@ -186,7 +188,9 @@ class ThreadSlot {
         have_mask_ = sched_getaffinity(0, sizeof(mask_), &mask_) == 0;
         nosv_task_t task = nullptr;
         Inside inside(*this);
-        const int err = nosv_attach(&task, nullptr, kLabel, NOSV_ATTACH_NONE);
+        const nosv_flags_t flags =
+            role == Role::root ? COEXEC_ATTACH_KEEP_AFFINITY : NOSV_ATTACH_NONE;
+        const int err = nosv_attach(&task, nullptr, kLabel, flags);
         if (err != NOSV_SUCCESS) {
             if (verbose())
                 std::fprintf(stderr, "coexec: libomp thread not attached: %s\n",
@@ -217,18 +221,11 @@ class ThreadSlot {
         Inside inside(*this);
         if (coexec_block_enter() != NOSV_SUCCESS) return false;
         holds_ = false;
-        widen();
         return true;
     }
 
-    // The CPU binding belongs to coexec; serial code runs where it did before
-    // (and threads it creates inherit that).
-    void widen() {
-        if (have_mask_ && role_ == Role::root) sched_setaffinity(0, sizeof(mask_), &mask_);
-    }
-
-    // Lends the CPU while the root runs serial code, still bound to it: it
-    // is the root's again at the next region unless someone needed it.
+    // Lends the CPU while the root runs serial code: it is the root's again
+    // at the next region unless someone needed it.
     bool lend() {
         if (!holds_ || inside_) return false;
         Inside inside(*this);
@@ -249,10 +246,9 @@ class ThreadSlot {
     // the two protocols never consume each other's submits.
     void* pausable_task() const { return holds_ ? task_ : nullptr; }
 
-    // In a fork() child: the CPU binding came from the parent's coexec.
+    // In a fork() child: a worker's CPU binding came from the parent's coexec.
     void forget_after_fork() {
-        if (have_mask_ && (role_ == Role::root || role_ == Role::worker))
-            sched_setaffinity(0, sizeof(mask_), &mask_);
+        if (have_mask_ && role_ == Role::worker) sched_setaffinity(0, sizeof(mask_), &mask_);
         reset();
     }
 

@@ -5,8 +5,11 @@
  * serial code (poll) for 30 s; "taskwait_storm" waits on hidden helper tasks
  * from every thread of a team, and "handshake" busy-waits in user code for a
  * teammate (run these two in two processes at once). */
+#define _GNU_SOURCE
 #include <omp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +231,49 @@ static void handshake(void) {
     }
 }
 
+static void* read_affinity(void* out) {
+    CHECK(sched_getaffinity(0, sizeof(cpu_set_t), (cpu_set_t*)out) == 0);
+    return NULL;
+}
+
+/* Runs parallel regions and checks that serial code afterwards has `want`
+ * as its affinity, and so has a thread it creates. */
+static void expect_serial_affinity(const cpu_set_t* want) {
+    for (int r = 0; r < 50; ++r) {
+        long sum = 0;
+#pragma omp parallel for reduction(+ : sum) schedule(dynamic, 16)
+        for (long i = 0; i < 20000; ++i)
+            sum += i;
+        CHECK(sum == sum_to(20000));
+        cpu_set_t now;
+        CHECK(sched_getaffinity(0, sizeof now, &now) == 0);
+        CHECK(CPU_EQUAL(&now, want));
+    }
+    cpu_set_t child;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, read_affinity, &child) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(CPU_EQUAL(&child, want));
+}
+
+/* Serial code runs with the affinity the program gave it, whatever the
+ * runtime did with CPUs during the regions: the one it started with, and
+ * one it sets itself between regions. */
+static void root_affinity(void) {
+    cpu_set_t own;
+    CHECK(sched_getaffinity(0, sizeof own, &own) == 0);
+    expect_serial_affinity(&own);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &own)) last = c;
+    cpu_set_t narrowed;
+    CPU_ZERO(&narrowed);
+    CPU_SET(last, &narrowed);
+    CHECK(sched_setaffinity(0, sizeof narrowed, &narrowed) == 0);
+    expect_serial_affinity(&narrowed);
+    CHECK(sched_setaffinity(0, sizeof own, &own) == 0);
+}
+
 /* Serial code that blocks in the kernel for a long time after OpenMP ran
  * (not in the default list): a re-hosted root thread must not hold a CPU
  * meanwhile. poll() is used because the adapter does not wrap it (it wraps
@@ -250,10 +296,10 @@ static const struct feature features[] = {
     {"pause", pause_resource},
     {"fork", fork_after_openmp},
     {"hidden_helper", hidden_helper},
+    {"root_affinity", root_affinity},
 };
-static const struct feature extra_features[] = {{"sleep", sleep_serial},
-                                                {"taskwait_storm", taskwait_storm},
-                                                {"handshake", handshake}};
+static const struct feature extra_features[] = {
+    {"sleep", sleep_serial}, {"taskwait_storm", taskwait_storm}, {"handshake", handshake}};
 
 static const struct feature* find(const char* name) {
     for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
