@@ -56,7 +56,7 @@ class Setup:
             # What `coexec run --openmp` does, on a segment of our own.
             env["LD_LIBRARY_PATH"] = str(self.rehosted)
             env["COEXEC_CONFIG_OVERRIDE"] = f"shared_memory.name={segment}"
-        elif mode in ("coexec-lend", "coexec-hold"):
+        elif mode in ("coexec-region", "coexec-hold"):
             env["LD_LIBRARY_PATH"] = str(self.rehosted)
             env["COEXEC_CONFIG_OVERRIDE"] = f"shared_memory.name={segment}"
             env["COEXEC_OMP_ROOT"] = mode.removeprefix("coexec-")
@@ -80,8 +80,8 @@ def median(values):
 
 def overhead(setup, repeats):
     """Runs the construct benchmark on stock libomp and on the re-hosted one
-    (root policy region, the default, then lend and hold), interleaved."""
-    modes = ("stock", "coexec", "coexec-lend", "coexec-hold")
+    (root policy lend, the default, then region and hold), interleaved."""
+    modes = ("stock", "coexec", "coexec-region", "coexec-hold")
     samples = {mode: {} for mode in modes}
     segment = f"ompbench-{os.getpid()}"
     for _ in range(repeats):
@@ -172,12 +172,15 @@ TBB_SIZES = [["400", "200000"], ["400", "1000000"]]
 
 def tbb(setup, repeats):
     """TBB parallel_for whose items open OpenMP regions. The ideal is the same
-    work with serial inner loops (OMP_NUM_THREADS=1); static is the same here
-    (each of the CPUs' TBB threads gets cpus/cpus = 1 OpenMP thread). The
-    coexec+tbb mode needs the TBB adapter (adapters/tbb)."""
+    work with serial inner loops (OMP_NUM_THREADS=1). The static partition
+    splits the CPUs between the runtimes: TBB gets half of them and each
+    region as many OpenMP threads as make up the rest (cpus / TBB threads),
+    so neither oversubscribes. The coexec-omp+tbb mode needs the TBB adapter
+    (adapters/tbb)."""
     segment = f"ompbench-{os.getpid()}"
     have_irml = setup.tbb_irml.exists()
-    modes = ["serial-inner", "native", "passive", "coexec-omp"]
+    tbb_share = max(1, setup.cpus // 2)
+    modes = ["serial-inner", "native", "passive", "static", "coexec-omp"]
     if have_irml:
         modes.append("coexec-omp+tbb")
     results = {}
@@ -192,18 +195,23 @@ def tbb(setup, repeats):
             for size in TBB_SIZES:
                 for mode in modes:
                     env = setup.env({"passive": "passive"}.get(mode, "native"), segment)
+                    args = list(size)
                     if mode == "serial-inner":
                         env["OMP_NUM_THREADS"] = "1"
+                    if mode == "static":
+                        env["OMP_NUM_THREADS"] = str(max(1, setup.cpus // tbb_share))
+                        args.append(str(tbb_share))
                     if mode.startswith("coexec"):
                         env = setup.env("coexec", segment)
                     if mode == "coexec-omp+tbb":
                         env["LD_PRELOAD"] = str(setup.tbb_irml)
-                    out = run([program] + size, env)
+                    out = run([program] + args, env)
                     key = (compiler, " ".join(size), mode)
                     results.setdefault(key, []).append(float(out.split()[0]))
     print(f"\n== TBB parallel_for with an OpenMP region per item (omp_in_tbb OUTER INNER, "
           f"second of two runs), {setup.cpus} CPUs, median of {repeats}: milliseconds, "
-          "and the ratio to serial-inner")
+          "and the ratio to serial-inner; static = "
+          f"{tbb_share} TBB threads x {max(1, setup.cpus // tbb_share)} OpenMP threads")
     if not have_irml:
         print(f"   (no TBB adapter at {setup.tbb_irml}: TBB's own workers stay outside coexec)")
     print(f"{'build':<6} {'size':>14} " + " ".join(f"{m:>15}" for m in modes))

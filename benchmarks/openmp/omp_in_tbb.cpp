@@ -1,16 +1,19 @@
 // TBB parallel_for whose body opens an OpenMP parallel region: the mixed-
 // runtime case of the OpenMP adapter's benchmarks. Usage: omp_in_tbb OUTER
-// INNER (TBB items, loop iterations per OpenMP region). Runs the loop twice
-// and times the second run. Prints "<seconds> <checksum>"; exits 2 on bad
-// arguments and 1 on a wrong sum.
+// INNER [TBB_THREADS] (TBB items, loop iterations per OpenMP region, and a
+// cap on TBB's threads, for a static partition of the CPUs between the two
+// runtimes). Runs the loop twice and times the second run. Prints "<seconds>
+// <checksum>"; exits 2 on bad arguments and 1 on a wrong sum.
 #include <omp.h>
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace {
@@ -33,12 +36,19 @@ long item(long outer_index, long inner) {
 } // namespace
 
 int main(int argc, char** argv) {
-    const long outer = argc == 3 ? parse(argv[1]) : -1;
-    const long inner = argc == 3 ? parse(argv[2]) : -1;
-    if (outer < 0 || inner < 0) {
-        std::fprintf(stderr, "usage: omp_in_tbb OUTER INNER (positive integers)\n");
+    const bool arity_ok = argc == 3 || argc == 4;
+    const long outer = arity_ok ? parse(argv[1]) : -1;
+    const long inner = arity_ok ? parse(argv[2]) : -1;
+    const long tbb_threads = argc == 4 ? parse(argv[3]) : 0;
+    if (outer < 0 || inner < 0 || tbb_threads < 0) {
+        std::fprintf(stderr,
+                     "usage: omp_in_tbb OUTER INNER [TBB_THREADS] (positive integers)\n");
         return 2;
     }
+    std::unique_ptr<tbb::global_control> cap;
+    if (tbb_threads > 0)
+        cap = std::make_unique<tbb::global_control>(
+            tbb::global_control::max_allowed_parallelism, size_t(tbb_threads));
     std::atomic<long> total{0};
     auto run = [&] {
         total.store(0, std::memory_order_relaxed);
