@@ -299,6 +299,13 @@ COEXEC_API int coexec_lend_cpu(void) {
     return c.rt->lend_cpu(*c.self);
 }
 
+COEXEC_API int coexec_keep_cpu(void) {
+    RuntimeSection section;
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    return c.rt->keep_cpu(*c.self);
+}
+
 COEXEC_API int coexec_block_exit(void) {
     RuntimeSection section;
     Runtime* rt = Runtime::get();

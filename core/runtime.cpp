@@ -31,6 +31,10 @@ std::mutex& init_mutex() {
 }
 
 constexpr uint64_t kMonitorPeriodNs = 20'000'000; // how often to look for dead processes
+// A CPU kept outside coexec (coexec_keep_cpu) is taken for waiting work only
+// after two looks of the monitor at least this far apart saw the same period:
+// short serial stretches between parallel regions keep their CPU.
+constexpr uint64_t kKeptGraceNs = 1'000'000;
 constexpr uint64_t kReapIntervalNs = 40'000'000;
 
 std::string process_name() {
@@ -212,6 +216,7 @@ int Runtime::start(bool quiet) {
     external_type_.external = true;
     external_type_.magic = kTypeMagic;
     install_preemption();
+    kept_seen_.assign(size_t(segment()->header.cpu_count), {});
     monitor_ = std::thread([this] { monitor_main(); });
     return NOSV_SUCCESS;
 }
@@ -229,8 +234,10 @@ void Runtime::monitor_main() {
         bool want_cpu = me.ready_total.load(std::memory_order_relaxed) > 0;
         bool reap_due =
             now - s.header.last_reap_ns.load(std::memory_order_relaxed) >= kReapIntervalNs;
-        if (want_cpu && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0)
+        if (want_cpu && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0) {
             ask_overdue_holders();
+            take_long_kept_cpus(now);
+        }
         if (!want_cpu || (!reap_due && s.header.unheld_cpus.load(std::memory_order_relaxed) == 0))
             continue;
         ensure_receiver();
@@ -242,6 +249,27 @@ void Runtime::monitor_main() {
             sched_->claim_unheld_cpu(proc_, {}, wakes);
         }
         wakes.flush(s);
+    }
+}
+
+void Runtime::take_long_kept_cpus(uint64_t now) {
+    for (int32_t c = 0; c < int32_t(kept_seen_.size()); ++c) {
+        KeptSighting& seen = kept_seen_[size_t(c)];
+        uint32_t word = 0;
+        const int32_t t = sched_->keeping_holder(c, word);
+        if (t == kNone || t != seen.thread || word != seen.word) {
+            // A new period (or none): look again next time.
+            seen = t == kNone ? KeptSighting{} : KeptSighting{t, word, now};
+            continue;
+        }
+        if (now - seen.since_ns < kKeptGraceNs) continue;
+        WakeList wakes;
+        {
+            auto lock = sched_->lock(wakes);
+            sched_->take_kept(c, t, word);
+        }
+        wakes.flush(*segment());
+        seen = {};
     }
 }
 

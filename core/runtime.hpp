@@ -54,6 +54,7 @@ class Runtime {
     int detach(ThreadContext& self, bool restore_affinity);
     int block_enter(ThreadContext& self);
     int lend_cpu(ThreadContext& self);
+    int keep_cpu(ThreadContext& self);
     int block_exit(ThreadContext& self);
     bool cpu_wanted(const ThreadContext& self) const;
     // Completes `task` if its last event is gone.
@@ -132,6 +133,16 @@ class Runtime {
     // Before a thread that keeps its affinity runs code of its own: undoes
     // what bind_to() pinned.
     void unpin(ThreadContext& self);
+    bool end_kept_period(ThreadContext& self);
+    // Monitor: frees CPUs that threads have kept outside coexec since an
+    // earlier look of its own, at least a millisecond ago.
+    void take_long_kept_cpus(uint64_t now);
+    struct KeptSighting {
+        int32_t thread = shm::kNone;
+        uint32_t word = 0;
+        uint64_t since_ns = 0;
+    };
+    std::vector<KeptSighting> kept_seen_; // per CPU; the monitor's own
 
     void worker_main(ThreadContext& self);
     // Idle holder: spins then sleeps until work arrives (true) or the CPU

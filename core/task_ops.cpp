@@ -274,9 +274,50 @@ int Runtime::lend_cpu(ThreadContext& self) {
     return NOSV_SUCCESS;
 }
 
+int Runtime::keep_cpu(ThreadContext& self) {
+    nosv_task* t = self.current;
+    const int32_t c = self.cpu;
+    if (c == kNone) return NOSV_ERR_INVALID_OPERATION;
+    // A successor or a batch of ours must not wait behind code of the user.
+    if (self.immediate || self.has_batch()) return block_enter(self);
+    unpin(self);
+    t->state.store(TaskState::Blocked, rel);
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    ThreadSlot& th = segment()->threads[self.slot];
+    self.kept_word = ((th.serial.load(rlx) >> 2) + 1) << 2 | 1u;
+    // Release: a monitor that sees the new period sees the thread's CPU
+    // state as of now. Only this thread writes the word outside a period.
+    th.serial.store(self.kept_word, std::memory_order_release);
+    self.kept_cpu = c;
+    self.cpu = kNone;
+    return NOSV_SUCCESS;
+}
+
+// Ends a coexec_keep_cpu() period: true if the CPU is still ours.
+bool Runtime::end_kept_period(ThreadContext& self) {
+    const int32_t c = std::exchange(self.kept_cpu, kNone);
+    if (c == kNone) return false;
+    ThreadSlot& th = segment()->threads[self.slot];
+    uint32_t word = self.kept_word;
+    const uint32_t idle = word & ~3u;
+    // Against take_kept()'s compare-exchange: exactly one of us wins.
+    if (th.serial.compare_exchange_strong(word, idle, std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+        bind_to(self, c);
+        return true;
+    }
+    th.serial.store(idle, std::memory_order_relaxed); // the taker is done with it
+    return false;
+}
+
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
     if (t->state.load(acq) != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
+    if (end_kept_period(self)) {
+        if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+        t->state.store(TaskState::Running, rel);
+        return NOSV_SUCCESS;
+    }
     if (const int32_t c = std::exchange(self.lent_cpu, kNone); c != kNone) {
         WakeList wakes;
         bool back;

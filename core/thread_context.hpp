@@ -15,6 +15,8 @@ struct ThreadContext {
     int32_t slot = shm::kNone;                  // the thread's slot in the segment
     int32_t cpu = shm::kNone;                   // logical CPU held now
     int32_t lent_cpu = shm::kNone;              // CPU lent by coexec_lend_cpu, maybe taken since
+    int32_t kept_cpu = shm::kNone;              // CPU kept by coexec_keep_cpu, maybe taken since
+    uint32_t kept_word = 0;                     // the serial word of that period
     nosv_task* current = nullptr;               // what nosv_self() returns
     nosv_task* assigned = nullptr;              // unbound task handed over with a CPU
     nosv_task* immediate = nullptr;             // NOSV_SUBMIT_IMMEDIATE successor

@@ -157,8 +157,8 @@ void SharedScheduler::repair(WakeList& wakes) {
 
 // ---- threads ---------------------------------------------------------
 
-int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label,
-                                      ThreadState state, bool keeps_affinity) {
+int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label, ThreadState state,
+                                      bool keeps_affinity) {
     Header& h = s_.header;
     int32_t t = h.thread_free_head;
     if (t == kNone) return kNone;
@@ -170,6 +170,7 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     th.grant.store(kNone, rlx);
     th.bound_cpu.store(kNone, rlx);
     th.keeps_affinity = keeps_affinity;
+    th.serial.store(0, rlx);
     std::memset(th.label, 0, sizeof th.label);
     if (label) std::strncpy(th.label, label, sizeof th.label - 1);
     th.state.store(state, std::memory_order_release);
@@ -405,6 +406,30 @@ bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
     cpu.stint_start_ns = now_ns();
     th.state.store(ThreadState::Running, rlx);
     set_state(c, CpuState::Running);
+    return true;
+}
+
+int32_t SharedScheduler::keeping_holder(int32_t c, uint32_t& word) const {
+    const CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) != CpuState::Running) return kNone;
+    const int32_t t = cpu.owner_thread.load(rlx);
+    if (t == kNone) return kNone;
+    word = s_.threads[t].serial.load(std::memory_order_acquire);
+    return (word & 3u) == 1u ? t : kNone;
+}
+
+bool SharedScheduler::take_kept(int32_t c, int32_t t, uint32_t word) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) != CpuState::Running || cpu.owner_thread.load(rlx) != t) return false;
+    ThreadSlot& th = s_.threads[t];
+    // The thread ends its period with a compare-exchange 1 -> 0 on the same
+    // word: exactly one of the two succeeds. If we do, it waits for a CPU
+    // at its coexec_block_exit(), which takes this lock after us.
+    if (!th.serial.compare_exchange_strong(word, (word & ~3u) | 2u, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed))
+        return false;
+    th.state.store(ThreadState::Blocked, rlx);
+    set_free(c);
     return true;
 }
 

@@ -92,6 +92,12 @@ class SharedScheduler {
     void set_lent(int32_t cpu);
     // Locked. `thread` takes back the CPU it lent: false if it was claimed.
     bool reclaim_lent(int32_t cpu, int32_t thread);
+    // Lock-free. The holder of `cpu` when it keeps the CPU while outside
+    // coexec (coexec_keep_cpu), with its serial word in `word`; else kNone.
+    int32_t keeping_holder(int32_t cpu, uint32_t& word) const;
+    // Locked. Frees `cpu` if `thread` still keeps it in the period `word`
+    // names; the thread learns it at coexec_block_exit().
+    bool take_kept(int32_t cpu, int32_t thread, uint32_t word);
     // Locked. Nobody holds `cpu` any more.
     void set_free(int32_t cpu);
 

@@ -84,6 +84,12 @@ struct alignas(64) ThreadSlot {
     // Set at attach and fixed until the slot is freed: coexec counts the
     // thread on the CPUs it grants but leaves its kernel affinity alone.
     bool keeps_affinity;
+    // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
+    // periods: (period << 2) | mode, mode 1 while it is outside coexec, 0
+    // otherwise, 2 once a monitor took the CPU. Only the thread moves it
+    // 0 -> 1 -> 0; a monitor that saw the same period for a while moves it
+    // 1 -> 2, by compare-exchange against the thread's 1 -> 0.
+    std::atomic<uint32_t> serial;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
 };

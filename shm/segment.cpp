@@ -77,9 +77,11 @@ SegmentError validate(const Segment& s, size_t size, const std::string& name) {
     if (s.header.abi_version != kAbiVersion || s.header.total_size != kSize || size != kSize)
         return fail(SegmentError::Kind::VersionMismatch,
                     "shared segment " + name + " has ABI version " +
-                        std::to_string(s.header.abi_version) + ", this coexec uses " +
-                        std::to_string(kAbiVersion) +
-                        "; stop the processes using it, or remove it with `coexec reset --force`");
+                        std::to_string(s.header.abi_version) + " (" +
+                        std::to_string(s.header.total_size) + " bytes), this coexec uses " +
+                        std::to_string(kAbiVersion) + " (" + std::to_string(kSize) +
+                        " bytes); stop the processes using it, or remove it with `coexec "
+                        "reset --force`");
     return {};
 }
 

@@ -34,9 +34,19 @@ int coexec_block_enter(void);
  * do not nest. */
 int coexec_lend_cpu(void);
 
-/* Waits for a CPU again after coexec_block_enter() or coexec_lend_cpu() and
- * binds the thread to it. Returns NOSV_ERR_INVALID_OPERATION without a
- * matching enter. */
+/* Like coexec_lend_cpu(), but the CPU stays the caller's while the thread
+ * runs code of its own, whatever other work waits: coexec takes it only when
+ * the thread has stayed outside coexec for a while (two looks of a process
+ * monitor, at least a millisecond apart; tens of milliseconds in practice)
+ * and some process waits for a CPU. For short stretches of serial code
+ * between parallel regions that may, rarely, block. Ends with
+ * coexec_block_exit(), which is one atomic operation when the CPU was not
+ * taken. Only from a task; calls do not nest. */
+int coexec_keep_cpu(void);
+
+/* Waits for a CPU again after coexec_block_enter(), coexec_lend_cpu() or
+ * coexec_keep_cpu() and binds the thread to it. Returns
+ * NOSV_ERR_INVALID_OPERATION without a matching enter. */
 int coexec_block_exit(void);
 
 /* Nonzero when some ready coexec work (of any process) could run on the

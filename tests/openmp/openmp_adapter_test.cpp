@@ -252,11 +252,11 @@ TEST(TwoProcesses, UserSpinHandshakesDoNotDeadlock) {
                          2, "deadlocked");
 }
 
-// A root thread lends its CPU between parallel regions (the default root
-// policy, lend) or gives it back (region): with coexec managing a single CPU,
-// a process whose main thread sleeps in serial code after a region must not
-// keep another process from running (with COEXEC_OMP_ROOT=hold this test
-// would time out).
+// A root thread keeps its CPU between parallel regions only while serial
+// code is short (the default root policy, keep), lends it (lend) or gives it
+// back (region): with coexec managing a single CPU, a process whose main
+// thread sleeps in serial code after a region must not keep another process
+// from running (with COEXEC_OMP_ROOT=hold this test would time out).
 class Root : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Root, SleepingRootHoldsNoCpu) {
@@ -273,7 +273,7 @@ TEST_P(Root, SleepingRootHoldsNoCpu) {
     EXPECT_TRUE(sleeper.running()); // still asleep; the destructor kills it
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, Root, ::testing::Values("lend", "region"));
+INSTANTIATE_TEST_SUITE_P(Policies, Root, ::testing::Values("keep", "lend", "region"));
 
 // The policies that are not the default run every feature too (among them
 // root_affinity: serial code keeps its own affinity under each policy).
@@ -288,7 +288,7 @@ TEST_P(RootPolicy, RunsEveryFeature) {
     EXPECT_TRUE(contains(r.err, "root policy: " + GetParam())) << r.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, RootPolicy, ::testing::Values("region", "hold"));
+INSTANTIATE_TEST_SUITE_P(Policies, RootPolicy, ::testing::Values("lend", "region", "hold"));
 
 // A policy name coexec does not know: one clear line, then the default.
 TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
@@ -296,9 +296,10 @@ TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
     env["COEXEC_OMP_ROOT"] = "sometimes";
     const ProcessResult r = run({program("omp_features", "clang"), "reduction"}, env, 60s);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(contains(r.err, "COEXEC_OMP_ROOT must be lend, region or hold, not 'sometimes'"))
+    EXPECT_TRUE(
+        contains(r.err, "COEXEC_OMP_ROOT must be keep, lend, region or hold, not 'sometimes'"))
         << r.err;
-    EXPECT_TRUE(contains(r.err, "root policy: lend")) << r.err;
+    EXPECT_TRUE(contains(r.err, "root policy: keep")) << r.err;
 }
 
 // Bad input to the test programs: a clear error and exit code 2.

@@ -594,6 +594,58 @@ TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
     ASSERT_EQ(nosv_shutdown(), 0);
 }
 
+// A kept CPU stays the keeper's: taking it back is cheap and nothing else
+// ran meanwhile.
+TEST(Api, AKeptCpuComesBackWhenNobodyNeedsIt) {
+    test::ScopedSegment seg("topology.binding=0");
+    ASSERT_EQ(nosv_init(), 0);
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "keeper", 0), 0);
+    for (int round = 0; round < 20; ++round) {
+        ASSERT_EQ(coexec_keep_cpu(), 0);
+        EXPECT_EQ(only_cpu_state(seg), shm::CpuState::Running) << "kept, not lent";
+        EXPECT_EQ(nosv_yield(0), NOSV_ERR_OUTSIDE_TASK) << "a keeper is outside coexec";
+        EXPECT_EQ(coexec_keep_cpu(), NOSV_ERR_OUTSIDE_TASK) << "calls do not nest";
+        ASSERT_EQ(coexec_block_exit(), 0);
+        expect_bound_to_held_cpu();
+    }
+    EXPECT_EQ(coexec_block_exit(), NOSV_ERR_INVALID_OPERATION) << "no matching keep";
+    ASSERT_EQ(nosv_detach(0), 0);
+    ASSERT_EQ(nosv_shutdown(), 0);
+}
+
+// Work that waits while the only CPU is kept outside coexec gets it once the
+// monitor has seen the keeper out for a while; the keeper then waits for the
+// CPU at coexec_block_exit() and is bound to it again.
+TEST(Api, AKeptCpuGoesToWorkThatWaitsLong) {
+    test::ScopedSegment seg("topology.binding=0");
+    ASSERT_EQ(nosv_init(), 0);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "keeper", 0), 0);
+    static std::atomic<int> ran;
+    ran = 0;
+    nosv_task_type_t type;
+    ASSERT_EQ(nosv_type_init(
+                  &type, [](nosv_task_t) { ran++; }, nullptr, nullptr, "work", nullptr, nullptr, 0),
+              0);
+    nosv_task_t task;
+    ASSERT_EQ(nosv_create(&task, type, 0, 0), 0);
+    for (int round = 0; round < 3; ++round) {
+        ASSERT_EQ(coexec_keep_cpu(), 0);
+        ASSERT_EQ(nosv_submit(task, 0), 0);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (ran.load() <= round && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        ASSERT_EQ(ran.load(), round + 1) << "the task never got the kept CPU";
+        ASSERT_EQ(coexec_block_exit(), 0);
+        expect_bound_to_held_cpu();
+    }
+    ASSERT_EQ(nosv_destroy(task, 0), 0);
+    ASSERT_EQ(nosv_type_destroy(type, 0), 0);
+    ASSERT_EQ(nosv_detach(0), 0);
+    ASSERT_EQ(nosv_shutdown(), 0);
+}
+
 namespace {
 cpu_set_t own_affinity() {
     cpu_set_t mask;

@@ -41,14 +41,25 @@ class MutexLock {
 };
 
 // What a root thread does with its CPU between outermost parallel regions:
-// lend it (it is the root's again at the next region unless someone needed
-// it meanwhile), give it back at every region end, or hold it. Roots keep
-// their own kernel affinity throughout, so serial code runs where it ran
-// before (and threads it creates inherit that) under every policy.
-enum class RootPolicy { lend, region, hold };
+// keep it unless serial code lasts long while someone needs a CPU, lend it
+// (it goes at once to anyone who needs it), give it back at every region
+// end, or hold it. Roots keep their own kernel affinity throughout, so
+// serial code runs where it ran before (and threads it creates inherit
+// that) under every policy.
+enum class RootPolicy { keep, lend, region, hold };
 
 const char* root_policy_name(RootPolicy p) {
-    return p == RootPolicy::region ? "region" : p == RootPolicy::lend ? "lend" : "hold";
+    switch (p) {
+    case RootPolicy::keep:
+        return "keep";
+    case RootPolicy::lend:
+        return "lend";
+    case RootPolicy::region:
+        return "region";
+    case RootPolicy::hold:
+        return "hold";
+    }
+    return "?";
 }
 
 // What the process knows about coexec: started or not, how many threads it
@@ -126,14 +137,15 @@ class Process {
 
     static RootPolicy root_policy_from_env() {
         const char* v = std::getenv("COEXEC_OMP_ROOT");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "lend") == 0) return RootPolicy::lend;
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "keep") == 0) return RootPolicy::keep;
+        if (std::strcmp(v, "lend") == 0) return RootPolicy::lend;
         if (std::strcmp(v, "region") == 0) return RootPolicy::region;
         if (std::strcmp(v, "hold") == 0) return RootPolicy::hold;
         std::fprintf(stderr,
-                     "coexec: COEXEC_OMP_ROOT must be lend, region or hold, not '%s'; "
-                     "using lend\n",
+                     "coexec: COEXEC_OMP_ROOT must be keep, lend, region or hold, not '%s'; "
+                     "using keep\n",
                      v);
-        return RootPolicy::lend;
+        return RootPolicy::keep;
     }
 
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
@@ -142,7 +154,7 @@ class Process {
     bool tried_ = false;
     bool initialized_ = false;
     bool forked_child_ = false;
-    RootPolicy root_policy_ = RootPolicy::lend;
+    RootPolicy root_policy_ = RootPolicy::keep;
     std::atomic<int> attached_{0};
 };
 
@@ -216,20 +228,15 @@ class ThreadSlot {
     }
 
     // Gives the CPU back while the thread runs outside coexec's view.
-    bool release() {
-        if (!holds_ || inside_) return false;
-        Inside inside(*this);
-        if (coexec_block_enter() != NOSV_SUCCESS) return false;
-        holds_ = false;
-        return true;
-    }
+    bool release() { return step_out(coexec_block_enter); }
 
-    // Lends the CPU while the root runs serial code: it is the root's again
-    // at the next region unless someone needed it.
-    bool lend() {
+    // Leaves coexec through `step` (coexec_block_enter, coexec_lend_cpu or
+    // coexec_keep_cpu) until retake(); with the latter two the CPU is still
+    // the thread's then unless someone took it meanwhile.
+    bool step_out(int (*step)()) {
         if (!holds_ || inside_) return false;
         Inside inside(*this);
-        if (coexec_lend_cpu() != NOSV_SUCCESS) return false;
+        if (step() != NOSV_SUCCESS) return false;
         holds_ = false;
         return true;
     }
@@ -319,11 +326,14 @@ void __kmp_coexec_region_end() {
     if (slot.role() != Role::root || slot.depth() == 0) return;
     if (--slot.depth() != 0) return;
     switch (Process::get().root_policy()) {
-    case RootPolicy::region:
-        slot.release();
+    case RootPolicy::keep:
+        slot.step_out(coexec_keep_cpu);
         break;
     case RootPolicy::lend:
-        slot.lend();
+        slot.step_out(coexec_lend_cpu);
+        break;
+    case RootPolicy::region:
+        slot.release();
         break;
     case RootPolicy::hold:
         break;
