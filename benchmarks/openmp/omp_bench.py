@@ -56,7 +56,7 @@ class Setup:
             # What `coexec run --openmp` does, on a segment of our own.
             env["LD_LIBRARY_PATH"] = str(self.rehosted)
             env["COEXEC_CONFIG_OVERRIDE"] = f"shared_memory.name={segment}"
-        elif mode in ("coexec-region", "coexec-hold"):
+        elif mode.startswith("coexec-"):  # a root policy other than the default
             env["LD_LIBRARY_PATH"] = str(self.rehosted)
             env["COEXEC_CONFIG_OVERRIDE"] = f"shared_memory.name={segment}"
             env["COEXEC_OMP_ROOT"] = mode.removeprefix("coexec-")
@@ -80,8 +80,8 @@ def median(values):
 
 def overhead(setup, repeats):
     """Runs the construct benchmark on stock libomp and on the re-hosted one
-    (root policy lend, the default, then region and hold), interleaved."""
-    modes = ("stock", "coexec", "coexec-region", "coexec-hold")
+    (root policy region, the default, then keep and hold), interleaved."""
+    modes = ("stock", "coexec", "coexec-keep", "coexec-hold")
     samples = {mode: {} for mode in modes}
     segment = f"ompbench-{os.getpid()}"
     for _ in range(repeats):

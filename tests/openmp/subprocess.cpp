@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -49,12 +50,21 @@ Subprocess::Subprocess(const std::vector<std::string>& argv,
 }
 
 Subprocess::~Subprocess() {
-    if (!reaped_) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status_, 0);
-    }
+    if (!reaped_) kill_and_reap();
     unlink(out_path_.c_str());
     unlink(err_path_.c_str());
+}
+
+void Subprocess::kill_and_reap() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    reaped_ = true;
+    // libomp removes its registration file in /dev/shm only when it exits.
+    const std::string mark = "__KMP_REGISTERED_LIB_" + std::to_string(pid_) + "_";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec))
+        if (entry.path().filename().string().starts_with(mark))
+            std::filesystem::remove(entry.path(), ec);
 }
 
 bool Subprocess::running() {
@@ -69,9 +79,7 @@ ProcessResult Subprocess::wait(std::chrono::milliseconds timeout) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!reaped_) {
         result.timed_out = true;
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status_, 0);
-        reaped_ = true;
+        kill_and_reap();
     }
     if (WIFEXITED(status_)) result.exit_code = WEXITSTATUS(status_);
     result.out = slurp(out_path_);

@@ -20,7 +20,7 @@ struct ProcessResult {
 
 // A child process started with extra environment variables; its output goes
 // to temporary files so it can never block on a full pipe. The destructor
-// kills a child that is still running.
+// kills a child that is still running (and cleans up after its libomp).
 class Subprocess {
   public:
     Subprocess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
@@ -35,6 +35,9 @@ class Subprocess {
     ProcessResult wait(std::chrono::milliseconds timeout);
 
   private:
+    // SIGKILL, reap, and remove what a killed libomp leaves in /dev/shm.
+    void kill_and_reap();
+
     pid_t pid_ = -1;
     int status_ = 0;
     bool reaped_ = false;

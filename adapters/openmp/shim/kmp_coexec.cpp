@@ -41,12 +41,12 @@ class MutexLock {
 };
 
 // What a root thread does with its CPU between outermost parallel regions:
-// keep it unless serial code lasts long while someone needs a CPU, lend it
-// (it goes at once to anyone who needs it), give it back at every region
-// end, or hold it. Roots keep their own kernel affinity throughout, so
-// serial code runs where it ran before (and threads it creates inherit
-// that) under every policy.
-enum class RootPolicy { keep, lend, region, hold };
+// give it back at every region end (the default), keep it unless serial code
+// lasts long while someone needs a CPU, lend it (it goes at once to anyone
+// who needs it), or hold it. Serial code runs with the root's own affinity
+// under every policy: region restores it at each region end, the others
+// attach the root with COEXEC_ATTACH_KEEP_AFFINITY.
+enum class RootPolicy { region, keep, lend, hold };
 
 const char* root_policy_name(RootPolicy p) {
     switch (p) {
@@ -137,15 +137,15 @@ class Process {
 
     static RootPolicy root_policy_from_env() {
         const char* v = std::getenv("COEXEC_OMP_ROOT");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "keep") == 0) return RootPolicy::keep;
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "region") == 0) return RootPolicy::region;
+        if (std::strcmp(v, "keep") == 0) return RootPolicy::keep;
         if (std::strcmp(v, "lend") == 0) return RootPolicy::lend;
-        if (std::strcmp(v, "region") == 0) return RootPolicy::region;
         if (std::strcmp(v, "hold") == 0) return RootPolicy::hold;
         std::fprintf(stderr,
-                     "coexec: COEXEC_OMP_ROOT must be keep, lend, region or hold, not '%s'; "
-                     "using keep\n",
+                     "coexec: COEXEC_OMP_ROOT must be region, keep, lend or hold, not '%s'; "
+                     "using region\n",
                      v);
-        return RootPolicy::keep;
+        return RootPolicy::region;
     }
 
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
@@ -154,7 +154,7 @@ class Process {
     bool tried_ = false;
     bool initialized_ = false;
     bool forked_child_ = false;
-    RootPolicy root_policy_ = RootPolicy::keep;
+    RootPolicy root_policy_ = RootPolicy::region;
     std::atomic<int> attached_{0};
 };
 
@@ -200,9 +200,13 @@ class ThreadSlot {
         have_mask_ = sched_getaffinity(0, sizeof(mask_), &mask_) == 0;
         nosv_task_t task = nullptr;
         Inside inside(*this);
-        const nosv_flags_t flags =
-            role == Role::root ? COEXEC_ATTACH_KEEP_AFFINITY : NOSV_ATTACH_NONE;
-        const int err = nosv_attach(&task, nullptr, kLabel, flags);
+        // Under region a root is bound to its CPU in regions and widened
+        // again at each region end (two affinity calls a region); the other
+        // policies keep the root's own affinity (see the policy comment).
+        keeps_affinity_ = role == Role::root && Process::get().root_policy() != RootPolicy::region;
+        const int err =
+            nosv_attach(&task, nullptr, kLabel,
+                        keeps_affinity_ ? COEXEC_ATTACH_KEEP_AFFINITY : NOSV_ATTACH_NONE);
         if (err != NOSV_SUCCESS) {
             if (verbose())
                 std::fprintf(stderr, "coexec: libomp thread not attached: %s\n",
@@ -228,7 +232,14 @@ class ThreadSlot {
     }
 
     // Gives the CPU back while the thread runs outside coexec's view.
-    bool release() { return step_out(coexec_block_enter); }
+    bool release() {
+        if (!step_out(coexec_block_enter)) return false;
+        // The CPU binding belongs to coexec; serial code runs where it did
+        // before (and threads it creates inherit that).
+        if (role_ == Role::root && !keeps_affinity_ && have_mask_)
+            sched_setaffinity(0, sizeof(mask_), &mask_);
+        return true;
+    }
 
     // Leaves coexec through `step` (coexec_block_enter, coexec_lend_cpu or
     // coexec_keep_cpu) until retake(); with the latter two the CPU is still
@@ -244,6 +255,10 @@ class ThreadSlot {
     void retake() {
         if (holds_ || role_ == Role::none || role_ == Role::plain) return;
         Inside inside(*this);
+        // The affinity serial code had, maybe set by the program since the
+        // last region: release() restores it.
+        if (role_ == Role::root && !keeps_affinity_)
+            have_mask_ = sched_getaffinity(0, sizeof(mask_), &mask_) == 0;
         if (coexec_block_exit() == NOSV_SUCCESS) holds_ = true;
     }
 
@@ -255,7 +270,8 @@ class ThreadSlot {
 
     // In a fork() child: a worker's CPU binding came from the parent's coexec.
     void forget_after_fork() {
-        if (have_mask_ && role_ == Role::worker) sched_setaffinity(0, sizeof(mask_), &mask_);
+        const bool bound = role_ == Role::worker || (role_ == Role::root && !keeps_affinity_);
+        if (have_mask_ && bound) sched_setaffinity(0, sizeof(mask_), &mask_);
         reset();
     }
 
@@ -275,6 +291,7 @@ class ThreadSlot {
     unsigned spins_ = 0;
     void* task_ = nullptr;
     bool have_mask_ = false;
+    bool keeps_affinity_ = false; // attached with COEXEC_ATTACH_KEEP_AFFINITY
     cpu_set_t mask_{};
 };
 
