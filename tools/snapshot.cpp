@@ -117,6 +117,24 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     return info;
 }
 
+// Holders change under the segment lock, which a display tool must never
+// wait for; a reader preempted halfway through one pass over the table could
+// show a thread on two CPUs. So the table is read until two passes in a row
+// agree (since_ns only grows, so equal passes saw no change in between).
+std::vector<CpuRow> cpu_table(const shm::Segment& s, uint64_t now) {
+    constexpr int kMaxPasses = 50;
+    std::vector<CpuRow> previous;
+    for (int pass = 0; pass < kMaxPasses; ++pass) {
+        std::vector<CpuRow> rows;
+        // open_existing() checked cpu_count against kMaxCpus.
+        for (int c = 0; c < s.header.cpu_count; ++c)
+            rows.push_back(cpu_row(s, c, now));
+        if (rows == previous) break;
+        previous = std::move(rows);
+    }
+    return previous;
+}
+
 } // namespace
 
 Snapshot take_snapshot(shm::Segment& segment, const std::string& shm_name) {
@@ -124,9 +142,7 @@ Snapshot take_snapshot(shm::Segment& segment, const std::string& shm_name) {
     Snapshot snap;
     snap.taken_ns = shm::now_ns();
     snap.segment = segment_info(segment, shm_name, snap.taken_ns);
-    // open_existing() checked cpu_count against kMaxCpus.
-    for (int c = 0; c < segment.header.cpu_count; ++c)
-        snap.cpus.push_back(cpu_row(segment, c, snap.taken_ns));
+    snap.cpus = cpu_table(segment, snap.taken_ns);
     for (int p = 0; p < kMaxProcs; ++p) {
         if (segment.procs[p].state.load(std::memory_order_acquire) != shm::ProcState::Alive)
             continue;

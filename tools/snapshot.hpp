@@ -1,4 +1,5 @@
 // A point-in-time copy of the segment, taken without its lock, for display.
+// The CPU table in it is consistent: two reads in a row agreed on it.
 #pragma once
 
 #include "shm/layout.hpp"
@@ -24,6 +25,8 @@ struct CpuRow {
     std::string name;  // process name
     std::string label; // label of the thread or of the task it runs
     uint64_t held_ns = 0;
+
+    bool operator==(const CpuRow&) const = default;
 };
 
 // One process registered in the segment.
