@@ -133,7 +133,9 @@ class Runtime {
     // Before a thread that keeps its affinity runs code of its own: undoes
     // what bind_to() pinned.
     void unpin(ThreadContext& self);
-    bool end_kept_period(ThreadContext& self);
+    void step_out(ThreadContext& self);
+    bool reclaim_kept_cpu(ThreadContext& self);
+    bool reclaim_lent_cpu(ThreadContext& self);
     // Monitor: frees CPUs that threads have kept outside coexec since an
     // earlier look of its own, at least a millisecond ago.
     void take_long_kept_cpus(uint64_t now);

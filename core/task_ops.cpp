@@ -235,10 +235,8 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
 }
 
 int Runtime::block_enter(ThreadContext& self) {
-    nosv_task* t = self.current;
     if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
-    t->state.store(TaskState::Blocked, rel);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    step_out(self);
     // Outside coexec the thread may change its own affinity: bind again on
     // the next grant.
     forget_binding(self);
@@ -250,13 +248,11 @@ int Runtime::block_enter(ThreadContext& self) {
 }
 
 int Runtime::lend_cpu(ThreadContext& self) {
-    nosv_task* t = self.current;
     const int32_t c = self.cpu;
     if (c == kNone) return NOSV_ERR_INVALID_OPERATION;
     // Work already waiting for this CPU (or a successor of ours) gets it now.
     if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
-    t->state.store(TaskState::Blocked, rel);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    step_out(self);
     WakeList wakes;
     int32_t taker;
     {
@@ -275,14 +271,12 @@ int Runtime::lend_cpu(ThreadContext& self) {
 }
 
 int Runtime::keep_cpu(ThreadContext& self) {
-    nosv_task* t = self.current;
     const int32_t c = self.cpu;
     if (c == kNone) return NOSV_ERR_INVALID_OPERATION;
     // A successor or a batch of ours must not wait behind code of the user.
     if (self.immediate || self.has_batch()) return block_enter(self);
     unpin(self);
-    t->state.store(TaskState::Blocked, rel);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    step_out(self);
     ThreadSlot& th = segment()->threads[self.slot];
     self.kept_word = ((th.serial.load(rlx) >> 2) + 1) << 2 | 1u;
     // Release: a monitor that sees the new period sees the thread's CPU
@@ -293,8 +287,14 @@ int Runtime::keep_cpu(ThreadContext& self) {
     return NOSV_SUCCESS;
 }
 
+// The caller's task stops running and the thread leaves coexec's view.
+void Runtime::step_out(ThreadContext& self) {
+    self.current->state.store(TaskState::Blocked, rel);
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+}
+
 // Ends a coexec_keep_cpu() period: true if the CPU is still ours.
-bool Runtime::end_kept_period(ThreadContext& self) {
+bool Runtime::reclaim_kept_cpu(ThreadContext& self) {
     const int32_t c = std::exchange(self.kept_cpu, kNone);
     if (c == kNone) return false;
     ThreadSlot& th = segment()->threads[self.slot];
@@ -310,30 +310,30 @@ bool Runtime::end_kept_period(ThreadContext& self) {
     return false;
 }
 
+// Ends a coexec_lend_cpu() period: true if nobody took the CPU meanwhile.
+bool Runtime::reclaim_lent_cpu(ThreadContext& self) {
+    const int32_t c = std::exchange(self.lent_cpu, kNone);
+    if (c == kNone) return false;
+    WakeList wakes;
+    bool back;
+    {
+        auto lock = sched_->lock(wakes);
+        back = sched_->reclaim_lent(c, self.slot);
+    }
+    wakes.flush(*segment());
+    // A thread that keeps its affinity may need pinning again.
+    if (back) bind_to(self, c);
+    return back;
+}
+
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
     if (t->state.load(acq) != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
-    if (end_kept_period(self)) {
+    // The cheap way back: no hand-off, no wake-up.
+    if (reclaim_kept_cpu(self) || reclaim_lent_cpu(self)) {
         if (self.worker) unblocked_workers_.fetch_add(1, rlx);
         t->state.store(TaskState::Running, rel);
         return NOSV_SUCCESS;
-    }
-    if (const int32_t c = std::exchange(self.lent_cpu, kNone); c != kNone) {
-        WakeList wakes;
-        bool back;
-        {
-            auto lock = sched_->lock(wakes);
-            back = sched_->reclaim_lent(c, self.slot);
-        }
-        wakes.flush(*segment());
-        if (back) {
-            // Nobody needed it: the cheap way back (a thread that keeps its
-            // affinity may need pinning again).
-            bind_to(self, c);
-            if (self.worker) unblocked_workers_.fetch_add(1, rlx);
-            t->state.store(TaskState::Running, rel);
-            return NOSV_SUCCESS;
-        }
     }
     if (!transition(t, TaskState::Blocked, TaskState::Ready)) return NOSV_ERR_INVALID_OPERATION;
     make_ready(t, true);
