@@ -614,14 +614,17 @@ TEST(Api, AKeptCpuComesBackWhenNobodyNeedsIt) {
     ASSERT_EQ(nosv_shutdown(), 0);
 }
 
-// Work that waits while the only CPU is kept outside coexec gets it once the
-// monitor has seen the keeper out for a while; the keeper then waits for the
-// CPU at coexec_block_exit() and is bound to it again.
-TEST(Api, AKeptCpuGoesToWorkThatWaitsLong) {
+namespace {
+// Each of `rounds`: `park` (coexec_lend_cpu or coexec_keep_cpu) the only CPU
+// of a "topology.binding=0" instance, submit work, expect the work to run on
+// that CPU within 10 s (polling every `poll`), then take a CPU back at
+// coexec_block_exit() and be bound to it again.
+void expect_parked_cpu_runs_work(int (*park)(), int rounds, std::chrono::microseconds poll,
+                                 const char* parked) {
     test::ScopedSegment seg("topology.binding=0");
     ASSERT_EQ(nosv_init(), 0);
     nosv_task_t self;
-    ASSERT_EQ(nosv_attach(&self, nullptr, "keeper", 0), 0);
+    ASSERT_EQ(nosv_attach(&self, nullptr, "parker", 0), 0);
     static std::atomic<int> ran;
     ran = 0;
     nosv_task_type_t type;
@@ -630,13 +633,13 @@ TEST(Api, AKeptCpuGoesToWorkThatWaitsLong) {
               0);
     nosv_task_t task;
     ASSERT_EQ(nosv_create(&task, type, 0, 0), 0);
-    for (int round = 0; round < 3; ++round) {
-        ASSERT_EQ(coexec_keep_cpu(), 0);
+    for (int round = 0; round < rounds; ++round) {
+        ASSERT_EQ(park(), 0);
         ASSERT_EQ(nosv_submit(task, 0), 0);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (ran.load() <= round && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        ASSERT_EQ(ran.load(), round + 1) << "the task never got the kept CPU";
+            std::this_thread::sleep_for(poll);
+        ASSERT_EQ(ran.load(), round + 1) << "the task never got the " << parked << " CPU";
         ASSERT_EQ(coexec_block_exit(), 0);
         expect_bound_to_held_cpu();
     }
@@ -644,6 +647,15 @@ TEST(Api, AKeptCpuGoesToWorkThatWaitsLong) {
     ASSERT_EQ(nosv_type_destroy(type, 0), 0);
     ASSERT_EQ(nosv_detach(0), 0);
     ASSERT_EQ(nosv_shutdown(), 0);
+}
+} // namespace
+
+// Work that waits while the only CPU is kept outside coexec gets it once the
+// monitor has seen the keeper out for a while; the keeper then waits for the
+// CPU at coexec_block_exit() and is bound to it again.
+TEST(Api, AKeptCpuGoesToWorkThatWaitsLong) {
+    ASSERT_NO_FATAL_FAILURE(
+        expect_parked_cpu_runs_work(coexec_keep_cpu, 3, std::chrono::milliseconds(1), "kept"));
 }
 
 namespace {
@@ -710,30 +722,6 @@ TEST(Api, AThreadThatKeepsItsAffinityRunsUnderItOutsideCoexec) {
 // Work submitted while the only CPU is lent runs on it at once; the lender
 // waits for the CPU at coexec_block_exit() and is bound to it again.
 TEST(Api, ALentCpuGoesToWorkThatNeedsIt) {
-    test::ScopedSegment seg("topology.binding=0");
-    ASSERT_EQ(nosv_init(), 0);
-    nosv_task_t self;
-    ASSERT_EQ(nosv_attach(&self, nullptr, "lender", 0), 0);
-    static std::atomic<int> ran;
-    ran = 0;
-    nosv_task_type_t type;
-    ASSERT_EQ(nosv_type_init(
-                  &type, [](nosv_task_t) { ran++; }, nullptr, nullptr, "work", nullptr, nullptr, 0),
-              0);
-    nosv_task_t task;
-    ASSERT_EQ(nosv_create(&task, type, 0, 0), 0);
-    for (int round = 0; round < 20; ++round) {
-        ASSERT_EQ(coexec_lend_cpu(), 0);
-        ASSERT_EQ(nosv_submit(task, 0), 0);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (ran.load() <= round && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
-        ASSERT_EQ(ran.load(), round + 1) << "the task never got the lent CPU";
-        ASSERT_EQ(coexec_block_exit(), 0);
-        expect_bound_to_held_cpu();
-    }
-    ASSERT_EQ(nosv_destroy(task, 0), 0);
-    ASSERT_EQ(nosv_type_destroy(type, 0), 0);
-    ASSERT_EQ(nosv_detach(0), 0);
-    ASSERT_EQ(nosv_shutdown(), 0);
+    ASSERT_NO_FATAL_FAILURE(
+        expect_parked_cpu_runs_work(coexec_lend_cpu, 20, std::chrono::microseconds(100), "lent"));
 }
