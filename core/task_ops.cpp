@@ -67,8 +67,8 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     }
     if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) &&
         transition(t, TaskState::Waiting, TaskState::Ready)) {
-        // Ends its timed sleep; it makes itself ready once off its CPU.
-        wake_thread(*segment(), t->thread->slot);
+        make_ready(t, true);
+        wake_thread(*segment(), t->thread->slot); // end its timed sleep
         return NOSV_SUCCESS;
     }
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
@@ -107,16 +107,12 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
 
 int Runtime::pause(ThreadContext& self) {
     nosv_task* t = self.current;
-    // A submit that arrived before the pause: consume it.
-    if (transition(t, TaskState::Resumed, TaskState::Running)) return NOSV_SUCCESS;
-    // The task stays Running until the thread is off its CPU: a submit
-    // meanwhile marks it Resumed, and we make it ready ourselves.
-    step_off_cpu(self, Leaving::Block);
     if (!transition(t, TaskState::Running, TaskState::Paused)) {
-        t->state.store(TaskState::Ready, rel);
-        make_ready(t, true);
+        // A submit arrived before the pause: consume it.
+        transition(t, TaskState::Resumed, TaskState::Running);
+        return NOSV_SUCCESS;
     }
-    step_on_cpu(self);
+    block_current(self);
     t->state.store(TaskState::Running, rel);
     return NOSV_SUCCESS;
 }
@@ -125,11 +121,14 @@ int Runtime::yield(ThreadContext& self) {
     const int32_t c = self.cpu;
     if (!self.immediate && !sched_->has_work(proc_, c) && !sched_->foreign_work(proc_, c))
         return NOSV_SUCCESS;
-    if (!step_off_cpu(self, Leaving::Yield)) return NOSV_SUCCESS;
-    // The task stays Running while it waits: a submit meanwhile marks it
-    // Resumed, and its next pause returns at once.
-    make_ready(self.current, false);
-    step_on_cpu(self);
+    nosv_task* t = self.current;
+    t->state.store(TaskState::Ready, rel);
+    {
+        std::lock_guard guard(queue_mutex_);
+        queue_->push(t, placement_of(t->affinity), false);
+    }
+    block_current(self);
+    t->state.store(TaskState::Running, rel);
     return NOSV_SUCCESS;
 }
 
@@ -152,26 +151,23 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     const uint64_t start = now_ns();
     const uint64_t deadline = start + ns;
     t->state.store(TaskState::Waiting, rel);
-    step_off_cpu(self, Leaving::Block);
-    // A DEADLINE_WAKE submit only marks the task Ready and wakes us: we make
-    // it ready ourselves, now that we are off the CPU.
-    ThreadSlot& th = segment()->threads[self.slot];
-    bool woken = false;
-    for (;;) {
-        uint32_t seq = th.word.load(acq);
-        if (t->state.load(acq) != TaskState::Waiting) {
-            woken = true;
-            break;
+    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    nosv_task* next = nullptr;
+    if (leave_cpu(self, false, &next) != Leave::Continue) {
+        ThreadSlot& th = segment()->threads[self.slot];
+        while (t->state.load(acq) == TaskState::Waiting) {
+            uint64_t now = now_ns();
+            if (now >= deadline) {
+                if (transition(t, TaskState::Waiting, TaskState::Ready)) make_ready(t, false);
+                break;
+            }
+            uint32_t seq = th.word.load(acq);
+            if (t->state.load(acq) != TaskState::Waiting) break;
+            futex_wait(th.word, seq, deadline - now);
         }
-        uint64_t now = now_ns();
-        if (now >= deadline) {
-            woken = !transition(t, TaskState::Waiting, TaskState::Ready);
-            break;
-        }
-        futex_wait(th.word, seq, deadline - now);
+        if (wait_for_cpu(self) == kNone) self.cpu = kNone;
     }
-    make_ready(t, woken);
-    step_on_cpu(self);
+    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
     t->state.store(TaskState::Running, rel);
     if (actual_ns) *actual_ns = now_ns() - start;
     return NOSV_SUCCESS;
@@ -218,7 +214,10 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
 
 int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     nosv_task* t = self.current;
-    if (self.cpu != kNone) leave_cpu(self, Leaving::Block);
+    if (self.cpu != kNone) {
+        nosv_task* next = nullptr;
+        leave_cpu(self, false, &next);
+    }
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
@@ -242,7 +241,8 @@ int Runtime::block_enter(ThreadContext& self) {
     // the next grant.
     forget_binding(self);
     unpin(self);
-    leave_cpu(self, Leaving::Block);
+    nosv_task* next = nullptr;
+    leave_cpu(self, false, &next);
     self.cpu = kNone;
     return NOSV_SUCCESS;
 }
