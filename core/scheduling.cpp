@@ -115,7 +115,7 @@ void Runtime::kick(const Placement& where) {
     Segment& s = *segment();
     // seq_cst: our ready-counter increment (in push) comes before this load;
     // a CPU that becomes Free or Sleeping counts itself here before it
-    // re-checks the ready counters (set_state, then a fence and offer()). One
+    // re-checks the ready counters (set_state, then offer_released()). One
     // of us sees the other. Spinning (Idle) holders are not counted: they
     // poll the ready counters and claim the work themselves, so a submit
     // that finds only spinners takes no lock and wakes nobody.
@@ -271,11 +271,7 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
             sched_->set_holding(c, false);
         else
             sched_->set_free(c);
-        // Fence: the unheld count above is published before we read the
-        // ready counters below (Dekker with kick()). Work queued before we
-        // counted this CPU as unheld skipped its kick: offer it the CPU.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        taker = sched_->offer(c, wakes);
+        taker = sched_->offer_released(c, wakes);
     }
     wakes.flush(*segment());
     if (taker == self.slot) {

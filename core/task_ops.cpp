@@ -258,10 +258,7 @@ int Runtime::lend_cpu(ThreadContext& self) {
     {
         auto lock = sched_->lock(wakes);
         sched_->set_lent(c);
-        // Fence: the CPU counts as unheld before we read the ready counters
-        // (Dekker with kick()). Work queued meanwhile takes it at once.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        taker = sched_->offer(c, wakes);
+        taker = sched_->offer_released(c, wakes); // work queued meanwhile takes it at once
     }
     wakes.flush(*segment());
     self.cpu = kNone;

@@ -145,10 +145,8 @@ bool Runtime::sleep_holding(ThreadContext& self) {
             cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) != CpuState::Running;
         if (still_ours) {
             sched_->set_holding(self.cpu, true);
-            // Fence: we count as wakeable before we read the ready counters
-            // (Dekker with kick()); work queued while we spun is offered now.
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            if (sched_->offer(self.cpu, wakes) != kNone) still_ours = false;
+            // Work queued while we spun is offered now.
+            if (sched_->offer_released(self.cpu, wakes) != kNone) still_ours = false;
         }
     }
     wakes.flush(s, self.slot);

@@ -373,7 +373,7 @@ void SharedScheduler::set_state(int32_t c, CpuState next) {
     // seq_cst: the counts pair with the submitter's seq_cst publication of
     // its ready counters (Dekker). A CPU that becomes unheld or wakeable is
     // either seen by the submitter, or its holder's re-check after this call
-    // (a fence, then offer()) sees the work.
+    // (offer_released()) sees the work.
     if (int d = int(counts_as_unheld(next)) - int(counts_as_unheld(before)))
         s_.header.unheld_cpus.fetch_add(d, std::memory_order_seq_cst);
     if (int d = int(counts_as_wakeable(next)) - int(counts_as_wakeable(before)))
@@ -383,19 +383,28 @@ void SharedScheduler::set_state(int32_t c, CpuState next) {
 }
 
 void SharedScheduler::set_holding(int32_t c, bool sleeping) {
+    hold_without_work(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
+}
+
+void SharedScheduler::set_lent(int32_t c) {
+    hold_without_work(c, CpuState::Lent);
+}
+
+void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
     int32_t t = cpu.owner_thread.load(rlx);
     if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
-    set_state(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
+    set_state(c, next);
 }
 
-void SharedScheduler::set_lent(int32_t c) {
-    CpuSlot& cpu = s_.cpus[c];
-    close_stint(cpu, now_ns());
-    int32_t t = cpu.owner_thread.load(rlx);
-    if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
-    set_state(c, CpuState::Lent);
+int32_t SharedScheduler::offer_released(int32_t c, WakeList& wakes) {
+    // Fence: the CPU's new state is counted (unheld_cpus, wakeable_cpus in
+    // set_state) before offer() reads the ready counters (Dekker with the
+    // submitter's kick()). Work queued before that skipped its kick: it is
+    // seen here.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return offer(c, wakes);
 }
 
 bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {

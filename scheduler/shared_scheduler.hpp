@@ -62,7 +62,7 @@ class SharedScheduler {
     // Locked. Round-robin by quantum: the holder's process keeps the CPU
     // while its quantum lasts and it has work; otherwise the next process
     // (in slot order) with work and a pool thread gets it (Other, granted
-    // and queued in `wakes`). `self_has_work` is the caller's own view.
+    // and queued in `wakes`).
     Next decide(int32_t cpu, int32_t self, WakeList& wakes);
     // Locked. The holder of `cpu`, of process `self`, is preempted: the next
     // other process in round-robin order with work for `cpu` and a pool
@@ -120,6 +120,9 @@ class SharedScheduler {
     // holder of it, or to one of its pool threads (evicting any other holder
     // or the lender). Returns the thread granted, or kNone.
     int32_t offer(int32_t cpu, WakeList& wakes);
+    // Locked. Its holder has just made `cpu` unheld (set_holding, set_lent,
+    // set_free): offers it to work queued meanwhile, as offer().
+    int32_t offer_released(int32_t cpu, WakeList& wakes);
     // Locked. Offers every Free CPU.
     void distribute_free(WakeList& wakes);
 
@@ -132,6 +135,9 @@ class SharedScheduler {
     // The only writer of a CPU's state after formatting: keeps unheld_cpus
     // and wakeable_cpus in step with it.
     void set_state(int32_t cpu, shm::CpuState next);
+    // The holder of `cpu` keeps it without running coexec work: `next` is
+    // Idle, Sleeping or Lent.
+    void hold_without_work(int32_t cpu, shm::CpuState next);
     void evict_holder(shm::CpuSlot& cpu);
     // Lets `thread` run on every managed CPU (an evicted lender).
     void unbind_thread(int32_t thread);
