@@ -576,42 +576,39 @@ shm::CpuState only_cpu_state(const test::ScopedSegment& seg) {
 }
 } // namespace
 
-TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
+namespace {
+// Twenty rounds of: `park` (coexec_lend_cpu or coexec_keep_cpu) the only CPU
+// of a "topology.binding=0" instance while nobody needs it, see it in
+// `parked` state and the thread outside coexec, then take it back cheaply at
+// coexec_block_exit() and be bound to it again.
+void expect_parked_cpu_comes_back(int (*park)(), shm::CpuState parked, const char* label) {
     test::ScopedSegment seg("topology.binding=0");
     ASSERT_EQ(nosv_init(), 0);
     nosv_task_t t;
-    ASSERT_EQ(nosv_attach(&t, nullptr, "lender", 0), 0);
+    ASSERT_EQ(nosv_attach(&t, nullptr, label, 0), 0);
     for (int round = 0; round < 20; ++round) {
-        ASSERT_EQ(coexec_lend_cpu(), 0);
-        EXPECT_EQ(only_cpu_state(seg), shm::CpuState::Lent);
-        EXPECT_EQ(nosv_yield(0), NOSV_ERR_OUTSIDE_TASK) << "a lender is outside coexec";
+        ASSERT_EQ(park(), 0);
+        EXPECT_EQ(only_cpu_state(seg), parked);
+        EXPECT_EQ(nosv_yield(0), NOSV_ERR_OUTSIDE_TASK) << "a parked thread is outside coexec";
+        EXPECT_EQ(park(), NOSV_ERR_OUTSIDE_TASK) << "calls do not nest";
         ASSERT_EQ(coexec_block_exit(), 0);
         EXPECT_EQ(only_cpu_state(seg), shm::CpuState::Running);
         expect_bound_to_held_cpu();
     }
-    EXPECT_EQ(coexec_block_exit(), NOSV_ERR_INVALID_OPERATION) << "no matching lend";
+    EXPECT_EQ(coexec_block_exit(), NOSV_ERR_INVALID_OPERATION) << "no matching park";
     ASSERT_EQ(nosv_detach(0), 0);
     ASSERT_EQ(nosv_shutdown(), 0);
 }
+} // namespace
 
-// A kept CPU stays the keeper's: taking it back is cheap and nothing else
-// ran meanwhile.
+TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
+    expect_parked_cpu_comes_back(coexec_lend_cpu, shm::CpuState::Lent, "lender");
+}
+
+// A kept CPU stays the keeper's (Running, not Lent): taking it back is cheap
+// and nothing else ran meanwhile.
 TEST(Api, AKeptCpuComesBackWhenNobodyNeedsIt) {
-    test::ScopedSegment seg("topology.binding=0");
-    ASSERT_EQ(nosv_init(), 0);
-    nosv_task_t t;
-    ASSERT_EQ(nosv_attach(&t, nullptr, "keeper", 0), 0);
-    for (int round = 0; round < 20; ++round) {
-        ASSERT_EQ(coexec_keep_cpu(), 0);
-        EXPECT_EQ(only_cpu_state(seg), shm::CpuState::Running) << "kept, not lent";
-        EXPECT_EQ(nosv_yield(0), NOSV_ERR_OUTSIDE_TASK) << "a keeper is outside coexec";
-        EXPECT_EQ(coexec_keep_cpu(), NOSV_ERR_OUTSIDE_TASK) << "calls do not nest";
-        ASSERT_EQ(coexec_block_exit(), 0);
-        expect_bound_to_held_cpu();
-    }
-    EXPECT_EQ(coexec_block_exit(), NOSV_ERR_INVALID_OPERATION) << "no matching keep";
-    ASSERT_EQ(nosv_detach(0), 0);
-    ASSERT_EQ(nosv_shutdown(), 0);
+    expect_parked_cpu_comes_back(coexec_keep_cpu, shm::CpuState::Running, "keeper");
 }
 
 namespace {
