@@ -105,11 +105,15 @@ class Runtime {
     // worker) is already back in the pool. Holding: the caller keeps the
     // CPU idle.
     enum class Leave { Continue, Gone, Pooled, Holding };
-    // The caller is leaving its CPU. A free worker (`can_run`) may get the
-    // next task back to run itself; the caller's own task may come back too
-    // (a yield, or a resume that raced the pause), in which case it keeps
-    // the CPU and `*next` is that task.
-    Leave leave_cpu(ThreadContext& self, bool can_run, nosv_task** next);
+    // Why the caller leaves its CPU.
+    enum class Leaving {
+        Done,  // a free worker between tasks: it may get the next task back
+        Block, // its task stops; it is made ready only after the thread left
+        Yield, // as Block, but the caller keeps the CPU if nothing else wants it
+    };
+    // The caller is leaving its CPU. Only a free worker (Done) gets a task
+    // back, in `*next`, and then Continues.
+    Leave leave_cpu(ThreadContext& self, Leaving why, nosv_task** next = nullptr);
     Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, nosv_task** next);
     Leave go_unheld(ThreadContext& self, bool can_run);
     nosv_task* pop_own(int cpu);
@@ -122,9 +126,14 @@ class Runtime {
     // Blocks until the thread is granted a CPU; returns it, or kNone when
     // the runtime stops.
     int32_t wait_for_cpu(ThreadContext& self);
-    // The caller's task stops running until someone makes it ready again;
-    // returns once it holds a CPU again.
-    void block_current(ThreadContext& self);
+    // The caller's thread leaves its CPU (Block or Yield). Its task may be
+    // made ready again only after this: made ready while the thread still
+    // held a CPU, it could be granted a second one. False if a Yield found
+    // nothing else for the CPU and kept it.
+    bool step_off_cpu(ThreadContext& self, Leaving why);
+    // After step_off_cpu() and once the caller's task is ready: waits for
+    // the CPU granted to it.
+    void step_on_cpu(ThreadContext& self);
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere.
     void bind_to(ThreadContext& self, int32_t cpu);

@@ -181,8 +181,9 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     }
 }
 
-Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task** next) {
-    *next = nullptr;
+Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, nosv_task** next) {
+    const bool can_run = why == Leaving::Done;
+    if (next) *next = nullptr;
     const int32_t c = self.cpu;
     assert(holds(self, c));
     if (!can_run) return_batch(self); // a blocking thread must not sit on work
@@ -210,17 +211,16 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, bool can_run, nosv_task**
     }
     if (nosv_task* t = can_run ? next_for_worker(self) : pop_own(c))
         return hand_to(self, t, can_run, next);
+    // A yielding task is the last of its process's work for this CPU.
+    if (why == Leaving::Yield) return Leave::Continue;
     return go_unheld(self, can_run);
 }
 
 Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run, nosv_task** next) {
     const int32_t c = self.cpu;
     assert(holds(self, c));
-    if (t->thread == &self) {
-        // Our own task came back (a yield, or a resume racing the pause).
-        *next = t;
-        return Leave::Continue;
-    }
+    // Our own task is made ready only after we leave (step_off_cpu).
+    assert(t->thread != &self);
     if (t->thread) {
         // A started task lives on its thread: hand the CPU over directly.
         self.cpu = kNone;
@@ -290,13 +290,18 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
     return Leave::Holding;
 }
 
-void Runtime::block_current(ThreadContext& self) {
+bool Runtime::step_off_cpu(ThreadContext& self, Leaving why) {
+    assert(why != Leaving::Done);
     if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
-    nosv_task* next = nullptr;
-    // With can_run false, Continue means our own task came back: keep the CPU.
-    if (leave_cpu(self, false, &next) != Leave::Continue) {
-        if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    if (leave_cpu(self, why) == Leave::Continue) {
+        if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+        return false;
     }
+    return true;
+}
+
+void Runtime::step_on_cpu(ThreadContext& self) {
+    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
     if (self.worker) unblocked_workers_.fetch_add(1, rlx);
 }
 

@@ -67,8 +67,8 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     }
     if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) &&
         transition(t, TaskState::Waiting, TaskState::Ready)) {
-        make_ready(t, true);
-        wake_thread(*segment(), t->thread->slot); // end its timed sleep
+        // Ends its timed sleep; it makes itself ready once off its CPU.
+        wake_thread(*segment(), t->thread->slot);
         return NOSV_SUCCESS;
     }
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
@@ -107,12 +107,16 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
 
 int Runtime::pause(ThreadContext& self) {
     nosv_task* t = self.current;
+    // A submit that arrived before the pause: consume it.
+    if (transition(t, TaskState::Resumed, TaskState::Running)) return NOSV_SUCCESS;
+    // The task stays Running until the thread is off its CPU: a submit
+    // meanwhile marks it Resumed, and we make it ready ourselves.
+    step_off_cpu(self, Leaving::Block);
     if (!transition(t, TaskState::Running, TaskState::Paused)) {
-        // A submit arrived before the pause: consume it.
-        transition(t, TaskState::Resumed, TaskState::Running);
-        return NOSV_SUCCESS;
+        t->state.store(TaskState::Ready, rel);
+        make_ready(t, true);
     }
-    block_current(self);
+    step_on_cpu(self);
     t->state.store(TaskState::Running, rel);
     return NOSV_SUCCESS;
 }
@@ -121,14 +125,11 @@ int Runtime::yield(ThreadContext& self) {
     const int32_t c = self.cpu;
     if (!self.immediate && !sched_->has_work(proc_, c) && !sched_->foreign_work(proc_, c))
         return NOSV_SUCCESS;
-    nosv_task* t = self.current;
-    t->state.store(TaskState::Ready, rel);
-    {
-        std::lock_guard guard(queue_mutex_);
-        queue_->push(t, placement_of(t->affinity), false);
-    }
-    block_current(self);
-    t->state.store(TaskState::Running, rel);
+    if (!step_off_cpu(self, Leaving::Yield)) return NOSV_SUCCESS;
+    // The task stays Running while it waits: a submit meanwhile marks it
+    // Resumed, and its next pause returns at once.
+    make_ready(self.current, false);
+    step_on_cpu(self);
     return NOSV_SUCCESS;
 }
 
@@ -151,23 +152,26 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     const uint64_t start = now_ns();
     const uint64_t deadline = start + ns;
     t->state.store(TaskState::Waiting, rel);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
-    nosv_task* next = nullptr;
-    if (leave_cpu(self, false, &next) != Leave::Continue) {
-        ThreadSlot& th = segment()->threads[self.slot];
-        while (t->state.load(acq) == TaskState::Waiting) {
-            uint64_t now = now_ns();
-            if (now >= deadline) {
-                if (transition(t, TaskState::Waiting, TaskState::Ready)) make_ready(t, false);
-                break;
-            }
-            uint32_t seq = th.word.load(acq);
-            if (t->state.load(acq) != TaskState::Waiting) break;
-            futex_wait(th.word, seq, deadline - now);
+    step_off_cpu(self, Leaving::Block);
+    // A DEADLINE_WAKE submit only marks the task Ready and wakes us: we make
+    // it ready ourselves, now that we are off the CPU.
+    ThreadSlot& th = segment()->threads[self.slot];
+    bool woken = false;
+    for (;;) {
+        uint32_t seq = th.word.load(acq);
+        if (t->state.load(acq) != TaskState::Waiting) {
+            woken = true;
+            break;
         }
-        if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+        uint64_t now = now_ns();
+        if (now >= deadline) {
+            woken = !transition(t, TaskState::Waiting, TaskState::Ready);
+            break;
+        }
+        futex_wait(th.word, seq, deadline - now);
     }
-    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    make_ready(t, woken);
+    step_on_cpu(self);
     t->state.store(TaskState::Running, rel);
     if (actual_ns) *actual_ns = now_ns() - start;
     return NOSV_SUCCESS;
@@ -214,10 +218,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
 
 int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     nosv_task* t = self.current;
-    if (self.cpu != kNone) {
-        nosv_task* next = nullptr;
-        leave_cpu(self, false, &next);
-    }
+    if (self.cpu != kNone) leave_cpu(self, Leaving::Block);
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
@@ -241,8 +242,7 @@ int Runtime::block_enter(ThreadContext& self) {
     // the next grant.
     forget_binding(self);
     unpin(self);
-    nosv_task* next = nullptr;
-    leave_cpu(self, false, &next);
+    leave_cpu(self, Leaving::Block);
     self.cpu = kNone;
     return NOSV_SUCCESS;
 }

@@ -85,7 +85,7 @@ void Runtime::worker_main(ThreadContext& self) {
         for (;;) {
             if (stopping_.load(std::memory_order_acquire)) break;
             if (!task) {
-                Leave how = leave_cpu(self, true, &task);
+                Leave how = leave_cpu(self, Leaving::Done, &task);
                 if (how == Leave::Gone) return_to_pool(self);
                 if (how == Leave::Gone || how == Leave::Pooled) break;
                 if (how == Leave::Holding && !hold_idle(self)) break; // evicted: pooled

@@ -4,6 +4,7 @@
 #include "shm/liveness.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <sched.h>
 
@@ -306,7 +307,16 @@ void SharedScheduler::close_stint(CpuSlot& cpu, uint64_t now) {
     cpu.stint_proc = kNone;
 }
 
+bool SharedScheduler::runs_elsewhere(int32_t t, int32_t c) const {
+    for (int32_t other = 0; other < cpu_count(); ++other)
+        if (other != c && s_.cpus[other].owner_thread.load(rlx) == t &&
+            s_.cpus[other].state.load(rlx) == CpuState::Running)
+            return true;
+    return false;
+}
+
 void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
+    assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     ThreadSlot& th = s_.threads[t];
     uint64_t now = now_ns();
@@ -330,6 +340,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
 }
 
 void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
+    assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     ThreadSlot& th = s_.threads[t];
     cpu.owner_thread.store(t, rlx);

@@ -71,7 +71,98 @@ int child_main(std::chrono::milliseconds run_for) {
     return nosv_shutdown() == 0 ? 0 : 12;
 }
 
+// Threads in pairs passing a baton: each resumes its partner and pauses,
+// and yields now and then; beside them a thread outside coexec competes for
+// the CPUs, so the kernel delays coexec threads at any point of a hand-off.
+int pingpong_main(std::chrono::milliseconds run_for) {
+    if (nosv_init() != 0) return 11;
+    const auto until = std::chrono::steady_clock::now() + run_for;
+    std::atomic<bool> done{false};
+    std::thread hog([&] {
+        while (!done.load(std::memory_order_relaxed)) test::Occupancy::spin(100us);
+    });
+    struct Pair {
+        nosv_task_t task[2] = {};
+        std::atomic<int> attached{0};
+        std::atomic<bool> more{true}; // written by the leader before it hands over
+    };
+    std::vector<Pair> pairs(2);
+    std::vector<std::thread> threads;
+    for (auto& pair : pairs)
+        for (int side = 0; side < 2; ++side)
+            threads.emplace_back([&pair, side, until] {
+                if (nosv_attach(&pair.task[side], nullptr, "pingpong", 0) != 0) std::_Exit(10);
+                pair.attached.fetch_add(1);
+                // A submit that reaches a yielding task is kept for its next pause.
+                while (pair.attached.load() < 2) nosv_yield(0);
+                nosv_task_t partner = pair.task[side ^ 1];
+                for (int r = 0;; ++r) {
+                    if (side == 1) nosv_pause(0);
+                    if (side == 0) pair.more = std::chrono::steady_clock::now() < until;
+                    const bool more = pair.more.load();
+                    if (r % 4 == 0) nosv_yield(0);
+                    if (more || side == 0) nosv_submit(partner, 0);
+                    if (!more) break;
+                    if (side == 0) nosv_pause(0);
+                }
+                nosv_detach(0);
+            });
+    for (auto& t : threads) t.join();
+    done = true;
+    hog.join();
+    return nosv_shutdown() == 0 ? 0 : 12;
+}
+
+// Samples lock-free, as coexec top does: one pass is taken only when a second
+// pass reads the same owners and states.
+struct CpuRecord {
+    int32_t thread[shm::kMaxCpus];
+    shm::CpuState state[shm::kMaxCpus];
+    bool operator==(const CpuRecord&) const = default;
+};
+
+CpuRecord read_cpus(const shm::Segment& s) {
+    CpuRecord r{};
+    for (int c = 0; c < s.header.cpu_count; ++c) {
+        r.thread[c] = s.cpus[c].owner_thread.load(std::memory_order_acquire);
+        r.state[c] = s.cpus[c].state.load(std::memory_order_acquire);
+    }
+    return r;
+}
+
 } // namespace
+
+// A thread holds at most one CPU: its task is made ready again (by a
+// resume, or by its own yield) only after the thread left its CPU, so no
+// other holder can hand it a second one meanwhile.
+TEST(MultiProcess, NoThreadIsRecordedOnTwoCpus) {
+    test::ScopedSegment seg;
+    std::vector<pid_t> kids;
+    for (int i = 0; i < 2; ++i) kids.push_back(test::fork_child([] { return pingpong_main(1500ms); }));
+    shm::SegmentMapping map;
+    for (int i = 0; i < 200 && !map; ++i) {
+        shm::SegmentError e;
+        map = shm::SegmentMapping::open(seg.options(), e);
+        if (!map) std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_TRUE(map);
+    const shm::Segment& s = *map.get();
+    long agreed = 0, doubled = 0;
+    auto end = std::chrono::steady_clock::now() + 1400ms;
+    while (std::chrono::steady_clock::now() < end) {
+        CpuRecord r = read_cpus(s);
+        if (!(read_cpus(s) == r)) continue;
+        ++agreed;
+        for (int a = 0; a < s.header.cpu_count; ++a)
+            for (int b = a + 1; b < s.header.cpu_count; ++b)
+                if (r.state[a] == shm::CpuState::Running && r.state[b] == shm::CpuState::Running &&
+                    r.thread[a] != shm::kNone && r.thread[a] == r.thread[b])
+                    ++doubled;
+    }
+    for (pid_t k : kids) EXPECT_EQ(test::wait_child(k, 120s), 0);
+    EXPECT_GT(agreed, 1000);
+    EXPECT_EQ(doubled, 0) << "of " << agreed << " samples showed one thread holding two CPUs";
+}
 
 TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
     test::ScopedSegment seg;
