@@ -43,6 +43,15 @@ nosv_task* Runtime::pop_own(int cpu) {
     return queue_->pop(cpu, numa_of_cpu(cpu));
 }
 
+bool Runtime::runs_anywhere(int32_t slot) const {
+    const Segment& s = *segment();
+    for (int32_t c = 0; c < s.header.cpu_count; ++c)
+        if (s.cpus[c].owner_thread.load(rlx) == slot &&
+            s.cpus[c].state.load(rlx) == CpuState::Running)
+            return true;
+    return false;
+}
+
 bool Runtime::holds(const ThreadContext& self, int32_t cpu) const {
     const CpuSlot& slot = segment()->cpus[cpu];
     return cpu != kNone && slot.owner_thread.load(rlx) == self.slot &&
@@ -73,6 +82,8 @@ void Runtime::return_batch(ThreadContext& self) {
 }
 
 void Runtime::make_ready(nosv_task* task, bool front) {
+    // A task on its own thread becomes ready only once the thread left its CPU.
+    assert(!task->thread || !runs_anywhere(task->thread->slot));
     Placement where = placement_of(task->affinity);
     // Another process hands us a CPU through a pool thread, even for a task
     // that lives on its own thread: keep one.
@@ -173,6 +184,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
         // Acquire pairs with the granter's release store of `grant`.
         int32_t cpu = th.grant.exchange(kNone, std::memory_order_acquire);
         if (cpu != kNone) {
+            assert(holds(self, cpu));
             bind_to(self, cpu);
             return cpu;
         }
@@ -200,7 +212,7 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, nosv_task** 
         SharedScheduler::Next decision;
         {
             auto lock = sched_->lock(wakes);
-            decision = sched_->decide(c, proc_, wakes);
+            decision = sched_->decide(c, proc_, why == Leaving::Yield, wakes);
         }
         wakes.flush(*segment());
         if (decision == SharedScheduler::Next::Other) {
@@ -297,6 +309,7 @@ bool Runtime::step_off_cpu(ThreadContext& self, Leaving why) {
         if (self.worker) unblocked_workers_.fetch_add(1, rlx);
         return false;
     }
+    assert(!runs_anywhere(self.slot));
     return true;
 }
 

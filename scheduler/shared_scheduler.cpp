@@ -192,6 +192,7 @@ void SharedScheduler::free_thread(int32_t t) {
 }
 
 void SharedScheduler::pool_push(int32_t t) {
+    assert(!runs_elsewhere(t, kNone));
     ThreadSlot& th = s_.threads[t];
     ProcSlot& p = s_.procs[th.proc];
     th.state.store(ThreadState::Pool, rlx);
@@ -235,19 +236,21 @@ bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t no
     return cpu.turn_proc.load(rlx) != self || now - cpu.turn_start_ns.load(rlx) >= quantum_ns();
 }
 
-SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, WakeList& wakes) {
+SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self_ready,
+                                              WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];
     uint64_t now = now_ns();
-    if (!turn_expired(cpu, self, now) && has_work(self, c)) return Next::Own;
-    return next_turn(c, self, true, now, wakes);
+    if (!turn_expired(cpu, self, now) && (self_ready || has_work(self, c))) return Next::Own;
+    return next_turn(c, self, true, self_ready, now, wakes);
 }
 
 bool SharedScheduler::give_way(int32_t c, int32_t self, WakeList& wakes) {
-    return next_turn(c, self, false, now_ns(), wakes) == Next::Other;
+    return next_turn(c, self, false, false, now_ns(), wakes) == Next::Other;
 }
 
 SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool self_may_keep,
-                                                 uint64_t now, WakeList& wakes) {
+                                                 bool self_ready, uint64_t now,
+                                                 WakeList& wakes) {
     Header& h = s_.header;
     CpuSlot& cpu = s_.cpus[c];
     // Round-robin: start after the process whose turn it was.
@@ -255,7 +258,7 @@ SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool s
     int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
     for (int k = 1; k <= n; ++k) {
         int32_t p = h.alive[(start + k) % n];
-        if (!has_work(p, c)) continue;
+        if (!(p == self && self_ready) && !has_work(p, c)) continue;
         if (p == self) {
             if (!self_may_keep) continue;
             cpu.turn_proc.store(self, rlx);

@@ -62,8 +62,9 @@ class SharedScheduler {
     // Locked. Round-robin by quantum: the holder's process keeps the CPU
     // while its quantum lasts and it has work; otherwise the next process
     // (in slot order) with work and a pool thread gets it (Other, granted
-    // and queued in `wakes`).
-    Next decide(int32_t cpu, int32_t self, WakeList& wakes);
+    // and queued in `wakes`). `self_ready`: the holder itself has work that
+    // is not queued yet (a yielding task).
+    Next decide(int32_t cpu, int32_t self, bool self_ready, WakeList& wakes);
     // Locked. The holder of `cpu`, of process `self`, is preempted: the next
     // other process in round-robin order with work for `cpu` and a pool
     // thread gets it. False (and nothing changes) if none can take it.
@@ -149,7 +150,8 @@ class SharedScheduler {
     void release_cpus_of(int32_t proc);
     void free_threads_of(int32_t proc);
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
-    Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, uint64_t now, WakeList& wakes);
+    Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, bool self_ready, uint64_t now,
+                   WakeList& wakes);
 
     shm::Segment& s_;
 };

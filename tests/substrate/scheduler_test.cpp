@@ -91,12 +91,27 @@ TEST_F(SchedulerTest, RoundRobinByQuantumBetweenProcesses) {
     add_ready(a);
     add_ready(b);
     // A's turn on CPU 0 has just begun: A keeps it.
-    EXPECT_EQ(sched_->decide(0, a, w), SharedScheduler::Next::Own);
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Own);
     // Once A's quantum is spent, B (with work and a pool thread) gets it.
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
-    EXPECT_EQ(sched_->decide(0, a, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
     EXPECT_EQ(seg().cpus[0].turn_proc.load(), b);
+}
+
+TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
+    int32_t a = add_process(), b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
+    add_ready(b);
+    // A's task yields (it is ready, not queued): its turn is not over yet.
+    EXPECT_EQ(sched_->decide(0, a, true, w), SharedScheduler::Next::Own);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), a);
+    // Once the quantum is spent, B gets the CPU.
+    seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
+    EXPECT_EQ(sched_->decide(0, a, true, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
 }
 
 TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
@@ -104,7 +119,7 @@ TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
     WakeList w;
     auto lock = sched_->lock(w);
     ASSERT_NE(sched_->claim_unheld_cpu(a, {}, w), kNone);
-    EXPECT_EQ(sched_->decide(0, a, w), SharedScheduler::Next::None);
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::None);
 }
 
 TEST_F(SchedulerTest, IdleHolderIsEvictedForAnotherProcessesWork) {
