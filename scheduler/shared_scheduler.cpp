@@ -249,8 +249,7 @@ bool SharedScheduler::give_way(int32_t c, int32_t self, WakeList& wakes) {
 }
 
 SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool self_may_keep,
-                                                 bool self_ready, uint64_t now,
-                                                 WakeList& wakes) {
+                                                 bool self_ready, uint64_t now, WakeList& wakes) {
     Header& h = s_.header;
     CpuSlot& cpu = s_.cpus[c];
     // Round-robin: start after the process whose turn it was.
