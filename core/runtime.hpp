@@ -112,10 +112,15 @@ class Runtime {
         Yield, // as Block, but the caller keeps the CPU if nothing else wants it
     };
     // The caller is leaving its CPU. Only a free worker (Done) gets a task
-    // back, in `*next`, and then Continues.
-    Leave leave_cpu(ThreadContext& self, Leaving why, nosv_task** next = nullptr);
-    Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, nosv_task** next);
-    Leave go_unheld(ThreadContext& self, bool can_run);
+    // back, in `*next`, and then Continues. The threads the CPU went to are
+    // in `wakes`: the caller wakes them once it has nothing left to do but
+    // sleep (woken earlier, one would preempt it on this CPU, and the caller
+    // would stay runnable without a CPU until the kernel ran it again).
+    Leave leave_cpu(ThreadContext& self, Leaving why, scheduler::WakeList& wakes,
+                    nosv_task** next = nullptr);
+    Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, scheduler::WakeList& wakes,
+                  nosv_task** next);
+    Leave go_unheld(ThreadContext& self, bool can_run, scheduler::WakeList& wakes);
     nosv_task* pop_own(int cpu);
     // Whether `self` is the Running holder of `cpu` (for assertions).
     bool holds(const ThreadContext& self, int32_t cpu) const;
@@ -131,11 +136,12 @@ class Runtime {
     // The caller's thread leaves its CPU (Block or Yield). Its task may be
     // made ready again only after this: made ready while the thread still
     // held a CPU, it could be granted a second one. False if a Yield found
-    // nothing else for the CPU and kept it.
-    bool step_off_cpu(ThreadContext& self, Leaving why);
-    // After step_off_cpu() and once the caller's task is ready: waits for
-    // the CPU granted to it.
-    void step_on_cpu(ThreadContext& self);
+    // nothing else for the CPU and kept it. The CPU's next holder is in
+    // `wakes`, as for leave_cpu().
+    bool step_off_cpu(ThreadContext& self, Leaving why, scheduler::WakeList& wakes);
+    // After step_off_cpu() and once the caller's task is ready: wakes the
+    // threads in `wakes`, then waits for the CPU granted to the caller.
+    void step_on_cpu(ThreadContext& self, scheduler::WakeList& wakes);
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere.
     void bind_to(ThreadContext& self, int32_t cpu);

@@ -193,7 +193,8 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     }
 }
 
-Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, nosv_task** next) {
+Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wakes,
+                                  nosv_task** next) {
     const bool can_run = why == Leaving::Done;
     if (next) *next = nullptr;
     const int32_t c = self.cpu;
@@ -205,16 +206,14 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, nosv_task** 
             std::lock_guard guard(queue_mutex_);
             queue_->count_external({Placement::Kind::Cpu, c, true}, -1);
         }
-        return hand_to(self, t, can_run, next);
+        return hand_to(self, t, can_run, wakes, next);
     }
     if (sched_->foreign_work(proc_, c)) {
-        WakeList wakes;
         SharedScheduler::Next decision;
         {
             auto lock = sched_->lock(wakes);
             decision = sched_->decide(c, proc_, why == Leaving::Yield, wakes);
         }
-        wakes.flush(*segment());
         if (decision == SharedScheduler::Next::Other) {
             return_batch(self);
             self.cpu = kNone;
@@ -222,13 +221,14 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, nosv_task** 
         }
     }
     if (nosv_task* t = can_run ? next_for_worker(self) : pop_own(c))
-        return hand_to(self, t, can_run, next);
+        return hand_to(self, t, can_run, wakes, next);
     // A yielding task is the last of its process's work for this CPU.
     if (why == Leaving::Yield) return Leave::Continue;
-    return go_unheld(self, can_run);
+    return go_unheld(self, can_run, wakes);
 }
 
-Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run, nosv_task** next) {
+Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run, WakeList& wakes,
+                                nosv_task** next) {
     const int32_t c = self.cpu;
     assert(holds(self, c));
     // Our own task is made ready only after we leave (step_off_cpu).
@@ -236,7 +236,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     if (t->thread) {
         // A started task lives on its thread: hand the CPU over directly.
         self.cpu = kNone;
-        sched_->handoff_within_process(c, t->thread->slot);
+        sched_->handoff_within_process(c, t->thread->slot, wakes);
         return Leave::Gone;
     }
     if (can_run) {
@@ -246,7 +246,6 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     // A fresh task while we block: a pool worker of ours runs it.
     ThreadContext* worker = nullptr;
     for (;;) {
-        WakeList wakes;
         {
             auto lock = sched_->lock(wakes);
             ProcSlot& me = segment()->procs[proc_];
@@ -263,19 +262,18 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
         // No thread can be had (segment full): put the task back.
         std::lock_guard guard(queue_mutex_);
         queue_->push(t, placement_of(t->affinity), true);
-        return go_unheld(self, false);
+        return go_unheld(self, false, wakes);
     }
     worker->assigned = t;
     self.cpu = kNone;
     // The release store of the grant publishes `assigned` to the worker.
-    sched_->handoff_within_process(c, worker->slot);
+    sched_->handoff_within_process(c, worker->slot, wakes);
     return Leave::Gone;
 }
 
-Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
+Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& wakes) {
     const int32_t c = self.cpu;
     assert(holds(self, c));
-    WakeList wakes;
     int32_t taker;
     {
         auto lock = sched_->lock(wakes);
@@ -285,7 +283,6 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
             sched_->set_free(c);
         taker = sched_->offer_released(c, wakes);
     }
-    wakes.flush(*segment());
     if (taker == self.slot) {
         // Our own work arrived: we keep the CPU.
         segment()->threads[self.slot].grant.store(kNone, rlx);
@@ -302,10 +299,10 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run) {
     return Leave::Holding;
 }
 
-bool Runtime::step_off_cpu(ThreadContext& self, Leaving why) {
+bool Runtime::step_off_cpu(ThreadContext& self, Leaving why, WakeList& wakes) {
     assert(why != Leaving::Done);
     if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
-    if (leave_cpu(self, why) == Leave::Continue) {
+    if (leave_cpu(self, why, wakes) == Leave::Continue) {
         if (self.worker) unblocked_workers_.fetch_add(1, rlx);
         return false;
     }
@@ -313,7 +310,8 @@ bool Runtime::step_off_cpu(ThreadContext& self, Leaving why) {
     return true;
 }
 
-void Runtime::step_on_cpu(ThreadContext& self) {
+void Runtime::step_on_cpu(ThreadContext& self, WakeList& wakes) {
+    wakes.flush(*segment(), self.slot);
     if (wait_for_cpu(self) == kNone) self.cpu = kNone;
     if (self.worker) unblocked_workers_.fetch_add(1, rlx);
 }

@@ -111,12 +111,13 @@ int Runtime::pause(ThreadContext& self) {
     if (transition(t, TaskState::Resumed, TaskState::Running)) return NOSV_SUCCESS;
     // The task stays Running until the thread is off its CPU: a submit
     // meanwhile marks it Resumed, and we make it ready ourselves.
-    step_off_cpu(self, Leaving::Block);
+    WakeList wakes;
+    step_off_cpu(self, Leaving::Block, wakes);
     if (!transition(t, TaskState::Running, TaskState::Paused)) {
         t->state.store(TaskState::Ready, rel);
         make_ready(t, true);
     }
-    step_on_cpu(self);
+    step_on_cpu(self, wakes);
     t->state.store(TaskState::Running, rel);
     return NOSV_SUCCESS;
 }
@@ -125,11 +126,15 @@ int Runtime::yield(ThreadContext& self) {
     const int32_t c = self.cpu;
     if (!self.immediate && !sched_->has_work(proc_, c) && !sched_->foreign_work(proc_, c))
         return NOSV_SUCCESS;
-    if (!step_off_cpu(self, Leaving::Yield)) return NOSV_SUCCESS;
+    WakeList wakes;
+    if (!step_off_cpu(self, Leaving::Yield, wakes)) {
+        wakes.flush(*segment(), self.slot);
+        return NOSV_SUCCESS;
+    }
     // The task stays Running while it waits: a submit meanwhile marks it
     // Resumed, and its next pause returns at once.
     make_ready(self.current, false);
-    step_on_cpu(self);
+    step_on_cpu(self, wakes);
     return NOSV_SUCCESS;
 }
 
@@ -152,7 +157,9 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     const uint64_t start = now_ns();
     const uint64_t deadline = start + ns;
     t->state.store(TaskState::Waiting, rel);
-    step_off_cpu(self, Leaving::Block);
+    WakeList wakes;
+    step_off_cpu(self, Leaving::Block, wakes);
+    wakes.flush(*segment(), self.slot);
     // A DEADLINE_WAKE submit only marks the task Ready and wakes us: we make
     // it ready ourselves, now that we are off the CPU.
     ThreadSlot& th = segment()->threads[self.slot];
@@ -171,7 +178,7 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
         futex_wait(th.word, seq, deadline - now);
     }
     make_ready(t, woken);
-    step_on_cpu(self);
+    step_on_cpu(self, wakes); // nothing left to wake
     t->state.store(TaskState::Running, rel);
     if (actual_ns) *actual_ns = now_ns() - start;
     return NOSV_SUCCESS;
@@ -218,8 +225,8 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
 
 int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     nosv_task* t = self.current;
-    if (self.cpu != kNone) leave_cpu(self, Leaving::Block);
     WakeList wakes;
+    if (self.cpu != kNone) leave_cpu(self, Leaving::Block, wakes);
     {
         auto lock = sched_->lock(wakes);
         sched_->free_thread(self.slot);
@@ -242,7 +249,9 @@ int Runtime::block_enter(ThreadContext& self) {
     // the next grant.
     forget_binding(self);
     unpin(self);
-    leave_cpu(self, Leaving::Block);
+    WakeList wakes;
+    leave_cpu(self, Leaving::Block, wakes);
+    wakes.flush(*segment(), self.slot);
     self.cpu = kNone;
     return NOSV_SUCCESS;
 }

@@ -77,16 +77,19 @@ void Runtime::worker_main(ThreadContext& self) {
         // the turn was just given to us, and with a short quantum deciding
         // again could hand the CPU straight back.
         nosv_task* task = nullptr;
+        WakeList wakes; // woken once this worker has nothing left to do
         if (nosv_task* t = next_for_worker(self);
-            t && hand_to(self, t, true, &task) == Leave::Gone) {
+            t && hand_to(self, t, true, wakes, &task) == Leave::Gone) {
             return_to_pool(self);
+            wakes.flush(*segment(), self.slot);
             continue;
         }
         for (;;) {
             if (stopping_.load(std::memory_order_acquire)) break;
             if (!task) {
-                Leave how = leave_cpu(self, Leaving::Done, &task);
+                Leave how = leave_cpu(self, Leaving::Done, wakes, &task);
                 if (how == Leave::Gone) return_to_pool(self);
+                wakes.flush(*segment(), self.slot);
                 if (how == Leave::Gone || how == Leave::Pooled) break;
                 if (how == Leave::Holding && !hold_idle(self)) break; // evicted: pooled
                 if (!task) continue;

@@ -341,7 +341,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     wakes.add(t);
 }
 
-void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
+void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     ThreadSlot& th = s_.threads[t];
@@ -352,7 +352,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t) {
     bind_thread(t, c);
     th.grant.store(c, std::memory_order_release);
     th.word.fetch_add(1, std::memory_order_release);
-    futex_wake(th.word);
+    wakes.add(t);
 }
 
 void SharedScheduler::bind_thread(int32_t t, int32_t c) {

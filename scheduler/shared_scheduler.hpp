@@ -78,8 +78,8 @@ class SharedScheduler {
     // Locked. Hands `cpu` to `thread`, whatever it held before.
     void grant(int32_t cpu, int32_t thread, WakeList& wakes);
     // Lock-free, only by the holder of a Running CPU: hands it to another
-    // thread of the same process.
-    void handoff_within_process(int32_t cpu, int32_t thread);
+    // thread of the same process, which the caller wakes (`wakes`).
+    void handoff_within_process(int32_t cpu, int32_t thread, WakeList& wakes);
     // Sets the kernel affinity of `thread` to `cpu` and records it in
     // ThreadSlot::bound_cpu, unless it is bound there already. Only by the
     // thread itself, or by whoever grants it `cpu` while it waits. A thread
