@@ -80,8 +80,8 @@ def median(values):
 
 def overhead(setup, repeats):
     """Runs the construct benchmark on stock libomp and on the re-hosted one
-    (root policy region, the default, then keep and hold), interleaved."""
-    modes = ("stock", "coexec", "coexec-keep", "coexec-hold")
+    (root policy keep, the default, then region and hold), interleaved."""
+    modes = ("stock", "coexec", "coexec-region", "coexec-hold")
     samples = {mode: {} for mode in modes}
     segment = f"ompbench-{os.getpid()}"
     for _ in range(repeats):

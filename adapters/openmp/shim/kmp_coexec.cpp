@@ -41,9 +41,9 @@ class MutexLock {
 };
 
 // What a root thread does with its CPU between outermost parallel regions:
-// give it back at every region end (the default), keep it unless serial code
-// lasts long while someone needs a CPU, lend it (it goes at once to anyone
-// who needs it), or hold it. Serial code runs with the root's own affinity
+// keep it unless serial code lasts long while someone needs a CPU (the
+// default), give it back at every region end, lend it (it goes at once to
+// anyone who needs it), or hold it. Serial code runs with the root's own affinity
 // under every policy: region restores it at each region end, the others
 // attach the root with COEXEC_ATTACH_KEEP_AFFINITY.
 enum class RootPolicy { region, keep, lend, hold };
@@ -137,15 +137,15 @@ class Process {
 
     static RootPolicy root_policy_from_env() {
         const char* v = std::getenv("COEXEC_OMP_ROOT");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "region") == 0) return RootPolicy::region;
-        if (std::strcmp(v, "keep") == 0) return RootPolicy::keep;
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "keep") == 0) return RootPolicy::keep;
+        if (std::strcmp(v, "region") == 0) return RootPolicy::region;
         if (std::strcmp(v, "lend") == 0) return RootPolicy::lend;
         if (std::strcmp(v, "hold") == 0) return RootPolicy::hold;
         std::fprintf(stderr,
                      "coexec: COEXEC_OMP_ROOT must be region, keep, lend or hold, not '%s'; "
-                     "using region\n",
+                     "using keep\n",
                      v);
-        return RootPolicy::region;
+        return RootPolicy::keep;
     }
 
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
@@ -154,7 +154,7 @@ class Process {
     bool tried_ = false;
     bool initialized_ = false;
     bool forked_child_ = false;
-    RootPolicy root_policy_ = RootPolicy::region;
+    RootPolicy root_policy_ = RootPolicy::keep;
     std::atomic<int> attached_{0};
 };
 

@@ -35,9 +35,9 @@ void __kmp_coexec_worker_begin(bool eligible);
 void __kmp_coexec_worker_end();
 
 // The calling thread forks (begin) or joins (end) a parallel region. A root
-// thread is attached at its first region; between outermost regions it gives
-// its CPU back (COEXEC_OMP_ROOT=region, the default), keeps it while serial
-// code is short (=keep), lends it to whoever needs it (=lend) or holds it
+// thread is attached at its first region; between outermost regions it keeps
+// its CPU while serial code is short (COEXEC_OMP_ROOT=keep, the default),
+// gives it back (=region), lends it to whoever needs it (=lend) or holds it
 // (=hold).
 void __kmp_coexec_region_begin(bool eligible);
 void __kmp_coexec_region_end();
