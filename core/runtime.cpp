@@ -92,7 +92,10 @@ void forget_after_fork() {
 } // namespace
 
 ThreadContext*& this_thread_context() {
-    thread_local ThreadContext* ctx = nullptr;
+    // initial-exec: read on every spin of a re-hosted wait loop
+    // (coexec_cpu_wanted); one pointer fits glibc's static TLS reserve even
+    // when libcoexec is dlopen()ed.
+    thread_local ThreadContext* ctx __attribute__((tls_model("initial-exec"))) = nullptr;
     return ctx;
 }
 

@@ -287,7 +287,7 @@ class ThreadSlot {
     Role role_ = Role::none;
     bool holds_ = false;
     int depth_ = 0;
-    static constexpr unsigned kYieldEvery = 64;
+    static constexpr unsigned kYieldEvery = 256;
     unsigned spins_ = 0;
     void* task_ = nullptr;
     bool have_mask_ = false;
