@@ -124,8 +124,6 @@ class Runtime {
     nosv_task* pop_own(int cpu);
     // Whether `self` is the Running holder of `cpu` (for assertions).
     bool holds(const ThreadContext& self, int32_t cpu) const;
-    // Whether thread `slot` is the Running holder of any CPU (for assertions).
-    bool runs_anywhere(int32_t slot) const;
     // The next task for a free worker: its batch, else the queue (refilling
     // the batch when the queue is long).
     nosv_task* next_for_worker(ThreadContext& self);

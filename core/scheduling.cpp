@@ -43,15 +43,6 @@ nosv_task* Runtime::pop_own(int cpu) {
     return queue_->pop(cpu, numa_of_cpu(cpu));
 }
 
-bool Runtime::runs_anywhere(int32_t slot) const {
-    const Segment& s = *segment();
-    for (int32_t c = 0; c < s.header.cpu_count; ++c)
-        if (s.cpus[c].owner_thread.load(rlx) == slot &&
-            s.cpus[c].state.load(rlx) == CpuState::Running)
-            return true;
-    return false;
-}
-
 bool Runtime::holds(const ThreadContext& self, int32_t cpu) const {
     const CpuSlot& slot = segment()->cpus[cpu];
     return cpu != kNone && slot.owner_thread.load(rlx) == self.slot &&
@@ -83,7 +74,7 @@ void Runtime::return_batch(ThreadContext& self) {
 
 void Runtime::make_ready(nosv_task* task, bool front) {
     // A task on its own thread becomes ready only once the thread left its CPU.
-    assert(!task->thread || !runs_anywhere(task->thread->slot));
+    assert(!task->thread || !sched_->runs_elsewhere(task->thread->slot, kNone));
     Placement where = placement_of(task->affinity);
     // Another process hands us a CPU through a pool thread, even for a task
     // that lives on its own thread: keep one.
@@ -306,7 +297,7 @@ bool Runtime::step_off_cpu(ThreadContext& self, Leaving why, WakeList& wakes) {
         if (self.worker) unblocked_workers_.fetch_add(1, rlx);
         return false;
     }
-    assert(!runs_anywhere(self.slot));
+    assert(!sched_->runs_elsewhere(self.slot, kNone));
     return true;
 }
 

@@ -130,10 +130,12 @@ class SharedScheduler {
     // Lock-free: CPU time `proc` received, including open stints.
     uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
 
-  private:
-    // Whether `thread` is the Running holder of a CPU other than `cpu`: a
-    // thread runs on one CPU at a time, so a grant must never find it so.
+    // Lock-free, for assertions. Whether `thread` is the Running holder of
+    // a CPU other than `cpu` (kNone: of any CPU): a thread runs on one CPU
+    // at a time, so a grant must never find it so.
     bool runs_elsewhere(int32_t thread, int32_t cpu) const;
+
+  private:
     void repair(WakeList& wakes);
     void close_stint(shm::CpuSlot& cpu, uint64_t now);
     // The only writer of a CPU's state after formatting: keeps unheld_cpus
