@@ -130,6 +130,18 @@ CpuRecord read_cpus(const shm::Segment& s) {
     return r;
 }
 
+// Maps the segment once the forked children have created it (within about
+// a second); an empty mapping if they did not.
+shm::SegmentMapping map_when_created(const test::ScopedSegment& seg) {
+    shm::SegmentMapping map;
+    for (int i = 0; i < 200 && !map; ++i) {
+        shm::SegmentError e;
+        map = shm::SegmentMapping::open(seg.options(), e);
+        if (!map) std::this_thread::sleep_for(5ms);
+    }
+    return map;
+}
+
 } // namespace
 
 // A thread holds at most one CPU: its task is made ready again (by a
@@ -139,12 +151,7 @@ TEST(MultiProcess, NoThreadIsRecordedOnTwoCpus) {
     test::ScopedSegment seg;
     std::vector<pid_t> kids;
     for (int i = 0; i < 2; ++i) kids.push_back(test::fork_child([] { return pingpong_main(1500ms); }));
-    shm::SegmentMapping map;
-    for (int i = 0; i < 200 && !map; ++i) {
-        shm::SegmentError e;
-        map = shm::SegmentMapping::open(seg.options(), e);
-        if (!map) std::this_thread::sleep_for(5ms);
-    }
+    shm::SegmentMapping map = map_when_created(seg);
     ASSERT_TRUE(map);
     const shm::Segment& s = *map.get();
     long agreed = 0, doubled = 0;
@@ -173,12 +180,7 @@ TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
     for (int i = 0; i < kProcs; ++i) kids.push_back(test::fork_child([] { return child_main(1500ms); }));
 
     // Sample the segment (mapped here at its own address) while they run.
-    shm::SegmentMapping map;
-    for (int i = 0; i < 200 && !map; ++i) {
-        shm::SegmentError e;
-        map = shm::SegmentMapping::open(seg.options(), e);
-        if (!map) std::this_thread::sleep_for(5ms);
-    }
+    shm::SegmentMapping map = map_when_created(seg);
     ASSERT_TRUE(map);
     scheduler::SharedScheduler sched(*map.get());
     long sampled = 0, running_seen = 0;
