@@ -321,6 +321,14 @@ COEXEC_API int coexec_cpu_wanted(void) {
     return self && rt->cpu_wanted(*self);
 }
 
+COEXEC_API int coexec_spare_cpus(int* spare) {
+    if (!spare) return NOSV_ERR_INVALID_PARAMETER;
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    *spare = rt->spare_cpus();
+    return NOSV_SUCCESS;
+}
+
 COEXEC_API int coexec_is_active(void) {
     return Runtime::get() != nullptr;
 }

@@ -57,6 +57,8 @@ class Runtime {
     int keep_cpu(ThreadContext& self);
     int block_exit(ThreadContext& self);
     bool cpu_wanted(const ThreadContext& self) const;
+    // See coexec_spare_cpus().
+    int spare_cpus() const;
     // Completes `task` if its last event is gone.
     void release_events(nosv_task* task, uint64_t count);
 

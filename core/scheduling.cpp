@@ -312,4 +312,8 @@ bool Runtime::cpu_wanted(const ThreadContext& self) const {
     return sched_->has_work(proc_, self.cpu) || sched_->foreign_work(proc_, self.cpu);
 }
 
+int Runtime::spare_cpus() const {
+    return sched_->spare_cpus();
+}
+
 } // namespace coexec::core

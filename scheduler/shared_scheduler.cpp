@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <cstring>
 #include <sched.h>
 
@@ -230,6 +231,20 @@ bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
         if (p != self && p >= 0 && p < kMaxProcs && has_work(p, cpu)) return true;
     }
     return false;
+}
+
+int32_t SharedScheduler::spare_cpus() const {
+    // A snapshot of counters that move independently; like foreign_work(),
+    // a stale alive list or count only makes the hint less exact.
+    const Header& h = s_.header;
+    int64_t spare = h.unheld_cpus.load(rlx);
+    int n = std::min<int>(h.alive_count, kMaxProcs);
+    for (int i = 0; i < n; ++i) {
+        int32_t p = h.alive[i];
+        if (p >= 0 && p < kMaxProcs)
+            spare -= std::max<int64_t>(0, s_.procs[p].ready_total.load(rlx));
+    }
+    return int32_t(std::max<int64_t>(spare, INT32_MIN)); // ready counts are 64-bit
 }
 
 bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t now) const {

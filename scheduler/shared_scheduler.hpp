@@ -56,6 +56,10 @@ class SharedScheduler {
     bool has_work(int32_t proc, int32_t cpu) const;
     // Lock-free: does any process other than `self` have work for `cpu`?
     bool foreign_work(int32_t self, int32_t cpu) const;
+    // Lock-free hint: how many more threads could run now without making
+    // any wait. Unheld CPUs (Free, Idle, Sleeping) less the ready work of
+    // every process; negative when work waits. Lent CPUs count as busy.
+    int32_t spare_cpus() const;
 
     // Outcome of a scheduling decision for a CPU its holder is leaving.
     enum class Next { Own, Other, None };

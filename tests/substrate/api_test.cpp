@@ -601,6 +601,35 @@ void expect_parked_cpu_comes_back(int (*park)(), shm::CpuState parked, const cha
 }
 } // namespace
 
+// coexec_spare_cpus() counts unheld CPUs less waiting work: on a one-CPU
+// instance, 1 with nothing attached, 0 while the test thread holds the CPU,
+// -1 while a submitted task waits for it, 0 again once it has run.
+TEST(Api, SpareCpusAreUnheldCpusLessWaitingWork) {
+    int spare = 42;
+    EXPECT_EQ(coexec_spare_cpus(&spare), NOSV_ERR_NOT_INITIALIZED);
+    Instance in("topology.binding=0", false);
+    ASSERT_EQ(nosv_get_num_cpus(), 1);
+    EXPECT_EQ(coexec_spare_cpus(nullptr), NOSV_ERR_INVALID_PARAMETER);
+    ASSERT_EQ(coexec_spare_cpus(&spare), NOSV_SUCCESS);
+    EXPECT_EQ(spare, 1);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "holder", 0), 0);
+    ASSERT_EQ(coexec_spare_cpus(&spare), NOSV_SUCCESS);
+    EXPECT_EQ(spare, 0);
+    Countdown done(1);
+    nosv_task_type_t type = make_type();
+    nosv_task_t task = make_task(type, &done);
+    ASSERT_EQ(nosv_submit(task, 0), 0);
+    ASSERT_EQ(coexec_spare_cpus(&spare), NOSV_SUCCESS);
+    EXPECT_EQ(spare, -1) << "the task waits for the only CPU";
+    done.wait(); // pauses: the task runs, then resumes us
+    ASSERT_EQ(coexec_spare_cpus(&spare), NOSV_SUCCESS);
+    EXPECT_EQ(spare, 0);
+    ASSERT_EQ(nosv_destroy(task, 0), 0);
+    ASSERT_EQ(nosv_type_destroy(type, 0), 0);
+    ASSERT_EQ(nosv_detach(0), 0);
+}
+
 TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
     expect_parked_cpu_comes_back(coexec_lend_cpu, shm::CpuState::Lent, "lender");
 }
