@@ -296,6 +296,58 @@ TEST_P(RootPolicy, RunsEveryFeature) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, RootPolicy, ::testing::Values("region", "lend", "hold"));
 
+// ---- OMP_DYNAMIC: teams sized by the CPUs coexec can grant -----------------
+
+struct TeamCounts {
+    long regions = 0, full = 0, one = 0;
+};
+
+// Runs omp_teams (regions asking for one thread per CPU) for a second.
+TeamCounts team_counts(const std::string& compiler, std::map<std::string, std::string> env,
+                       bool dynamic) {
+    if (dynamic) env["OMP_DYNAMIC"] = "true";
+    const ProcessResult r = run({program("omp_teams", compiler), "1"}, env, 60s);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    TeamCounts c;
+    std::istringstream in(r.out);
+    std::string regions, full, one;
+    in >> regions >> c.regions >> full >> c.full >> one >> c.one;
+    EXPECT_TRUE(regions == "regions" && full == "full" && one == "one" && c.regions > 0) << r.out;
+    return c;
+}
+
+class Dynamic : public ::testing::TestWithParam<std::string> {
+  protected:
+    void SetUp() override {
+        if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
+    }
+};
+
+// Alone on coexec, OMP_DYNAMIC=true still gives full teams: the team's own
+// threads count as available even while they hold CPUs between regions.
+TEST_P(Dynamic, TeamsStayFullWhenAlone) {
+    const TeamCounts c = team_counts(GetParam(), rehosted_env("dynalone" + GetParam()), true);
+    EXPECT_GE(c.full, c.regions * 9 / 10) << c.regions << " regions, " << c.full << " full";
+}
+
+// Next to a process whose team keeps every CPU busy, OMP_DYNAMIC=true
+// teams shrink to the CPUs coexec can grant (one: the thread's own), and
+// teams without it keep the size the program asked for.
+TEST_P(Dynamic, TeamsShrinkWhenOthersUseTheCpus) {
+    const auto env = rehosted_env("dynbusy" + GetParam());
+    Subprocess busy({program("omp_spin", "clang"), "5"}, env);
+    std::this_thread::sleep_for(300ms); // its team is up
+    const TeamCounts dynamic = team_counts(GetParam(), env, true);
+    const TeamCounts fixed = team_counts(GetParam(), env, false);
+    EXPECT_EQ(busy.wait(60s).exit_code, 0);
+    EXPECT_GE(dynamic.one, dynamic.regions / 2)
+        << dynamic.regions << " regions, " << dynamic.one << " on one thread";
+    EXPECT_EQ(fixed.full, fixed.regions) << "dyn-var false must keep the requested team size";
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenMP, Dynamic, ::testing::Values("clang", "gcc"));
+
 // A policy name coexec does not know: one clear line, then the default.
 TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
     auto env = rehosted_env("badroot");

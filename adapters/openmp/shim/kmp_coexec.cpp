@@ -387,6 +387,10 @@ bool __kmp_coexec_yield() {
     return true;
 }
 
+bool __kmp_coexec_spare_cpus(int* spare) {
+    return __kmp_coexec_on() && coexec_spare_cpus(spare) == NOSV_SUCCESS;
+}
+
 bool __kmp_coexec_release_cpu() {
     return __kmp_coexec_on() && slot.release();
 }

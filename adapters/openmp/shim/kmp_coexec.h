@@ -57,6 +57,10 @@ void __kmp_coexec_wake(void* task);
 // coexec thread gives its CPU only if some other thread waits for it.
 bool __kmp_coexec_yield();
 
+// For OMP_DYNAMIC teams: stores coexec's spare CPUs (coexec_spare_cpus())
+// and returns true, or returns false when coexec is off.
+bool __kmp_coexec_spare_cpus(int* spare);
+
 // Gives the CPU away around a kernel wait libomp cannot avoid (a join, a
 // condition variable of a thread we did not attach). release() returns true
 // when it released the CPU; pass that to retake().
