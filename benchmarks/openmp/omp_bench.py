@@ -4,11 +4,13 @@
   overhead   EPCC-style construct overheads, re-hosted libomp vs stock libomp
              of the same source (clang-built benchmark, both libraries).
   colocated  two OpenMP processes at once (one GCC-built, one clang-built)
-             under native, OMP_WAIT_POLICY=passive, a static CPU partition and
-             coexec; compared with the ideal (the sum of the alone times).
+             under native, OMP_WAIT_POLICY=passive, OMP_DYNAMIC=true, a static
+             CPU partition, coexec, and coexec with OMP_DYNAMIC=true; compared
+             with the ideal (the sum of the alone times).
   tbb        TBB parallel_for whose body opens OpenMP regions, against the
-             same work with serial inner loops; with the TBB adapter
-             (lib/coexec/tbb/libirml.so.1) it also runs TBB on coexec.
+             same work with serial inner loops, in the same modes; with the
+             TBB adapter (lib/coexec/tbb/libirml.so.1) it also runs TBB on
+             coexec.
 
 Usage: omp_bench.py [--build DIR] [--repeats N] [CASE...]
 It prints tables; it asserts nothing (see tests/openmp for the tests)."""
@@ -109,22 +111,31 @@ def overhead(setup, repeats):
 WORK = ["400", "200000"]  # regions, iterations per loop
 
 
+# OpenMP's own answer to a busy machine: teams sized by the load (libomp
+# reads it from /proc; re-hosted, from coexec's scheduler).
+DYNAMIC = {"OMP_DYNAMIC": "true"}
+
+
 def pair_modes(setup):
-    """(mode, env-mode, per-process wrappers) for the co-located runs."""
+    """(mode, env-mode, extra environment, per-process wrappers) for the
+    co-located runs."""
     half = max(1, setup.cpus // 2)
     first = f"0-{half - 1}"
     second = f"{half}-{setup.cpus - 1}" if setup.cpus > 1 else "0"
     static = [["taskset", "-c", first], ["taskset", "-c", second]]
-    return [("native", "native", [[], []]),
-            ("passive", "passive", [[], []]),
-            ("static", "static", static),
-            ("coexec", "coexec", [[], []])]
+    return [("native", "native", {}, [[], []]),
+            ("passive", "passive", {}, [[], []]),
+            ("dynamic", "native", DYNAMIC, [[], []]),
+            ("static", "static", {}, static),
+            ("coexec", "coexec", {}, [[], []]),
+            ("coexec-dynamic", "coexec", DYNAMIC, [[], []])]
 
 
-def run_pair(setup, mode, wrappers, segment):
+def run_pair(setup, mode, extra_env, wrappers, segment):
     """Starts the GCC- and the clang-built process together; returns the
     makespan (until both ended) in seconds."""
     env = setup.env(mode, segment)
+    env.update(extra_env)
     if mode == "static":
         env["OMP_NUM_THREADS"] = str(max(1, setup.cpus // 2))
     start = time.monotonic()
@@ -148,8 +159,9 @@ def colocated(setup, repeats):
                 start = time.monotonic()
                 run([setup.program("omp_work", compiler)] + WORK, setup.env(runtime, segment))
                 alone.setdefault((runtime, compiler), []).append(time.monotonic() - start)
-        for mode, env_mode, wrappers in pair_modes(setup):
-            pairs.setdefault(mode, []).append(run_pair(setup, env_mode, wrappers, segment))
+        for mode, env_mode, extra_env, wrappers in pair_modes(setup):
+            pairs.setdefault(mode, []).append(
+                run_pair(setup, env_mode, extra_env, wrappers, segment))
     ideal = {rt: median(alone[(rt, "gcc")]) + median(alone[(rt, "clang")])
              for rt in ("native", "coexec")}
     print(f"\n== Two co-located OpenMP processes (GCC-built + clang-built), "
@@ -157,10 +169,10 @@ def colocated(setup, repeats):
     for rt in ("native", "coexec"):
         print(f"alone on {rt}: gcc {median(alone[(rt, 'gcc')]):.3f} s, "
               f"clang {median(alone[(rt, 'clang')]):.3f} s; sum {ideal[rt]:.3f} s")
-    print(f"{'mode':<10} {'makespan s':>10} {'vs native sum':>14} {'vs coexec sum':>14}")
+    print(f"{'mode':<14} {'makespan s':>10} {'vs native sum':>14} {'vs coexec sum':>14}")
     for mode, values in pairs.items():
         m = median(values)
-        print(f"{mode:<10} {m:>10.3f} {m / ideal['native']:>14.2f} {m / ideal['coexec']:>14.2f}")
+        print(f"{mode:<14} {m:>10.3f} {m / ideal['native']:>14.2f} {m / ideal['coexec']:>14.2f}")
 
 
 # ---- TBB + OpenMP ---------------------------------------------------------
@@ -175,14 +187,15 @@ def tbb(setup, repeats):
     work with serial inner loops (OMP_NUM_THREADS=1). The static partition
     splits the CPUs between the runtimes: TBB gets half of them and each
     region as many OpenMP threads as make up the rest (cpus / TBB threads),
-    so neither oversubscribes. The coexec-omp+tbb mode needs the TBB adapter
-    (adapters/tbb)."""
+    so neither oversubscribes. The coexec-omp+tbb and coexec-dynamic modes
+    need the TBB adapter (adapters/tbb); dynamic and coexec-dynamic set
+    OMP_DYNAMIC=true."""
     segment = f"ompbench-{os.getpid()}"
     have_irml = setup.tbb_irml.exists()
     tbb_share = max(1, setup.cpus // 2)
-    modes = ["serial-inner", "native", "passive", "static", "coexec-omp"]
+    modes = ["serial-inner", "native", "passive", "dynamic", "static", "coexec-omp"]
     if have_irml:
-        modes.append("coexec-omp+tbb")
+        modes += ["coexec-omp+tbb", "coexec-dynamic"]
     results = {}
     for compiler in ("gcc", "clang"):
         program = setup.program("omp_in_tbb", compiler)
@@ -203,8 +216,10 @@ def tbb(setup, repeats):
                         args.append(str(tbb_share))
                     if mode.startswith("coexec"):
                         env = setup.env("coexec", segment)
-                    if mode == "coexec-omp+tbb":
+                    if mode in ("coexec-omp+tbb", "coexec-dynamic"):
                         env["LD_PRELOAD"] = str(setup.tbb_irml)
+                    if mode.endswith("dynamic"):
+                        env.update(DYNAMIC)
                     out = run([program] + args, env)
                     key = (compiler, " ".join(size), mode)
                     results.setdefault(key, []).append(float(out.split()[0]))
