@@ -43,9 +43,9 @@ class MutexLock {
 // What a root thread does with its CPU between outermost parallel regions:
 // keep it unless serial code lasts long while someone needs a CPU (the
 // default), give it back at every region end, lend it (it goes at once to
-// anyone who needs it), or hold it. Serial code runs with the root's own affinity
-// under every policy: region restores it at each region end, the others
-// attach the root with COEXEC_ATTACH_KEEP_AFFINITY.
+// anyone who needs it), or hold it. Serial code runs with the root's own
+// affinity under every policy: region restores it at each region end, the
+// others attach the root with COEXEC_ATTACH_KEEP_AFFINITY.
 enum class RootPolicy { region, keep, lend, hold };
 
 const char* root_policy_name(RootPolicy p) {
