@@ -178,9 +178,8 @@ class ThreadSlot {
         ThreadSlot& s_;
     };
     bool inside_coexec() const { return inside_ != 0; }
-    // True once every kYieldEvery calls: when a spinning thread also yields
-    // to the kernel.
-    bool spin_tick() { return ++spins_ % kYieldEvery == 0; }
+    // Counts the calls of a spinning thread; see __kmp_coexec_yield().
+    unsigned spin_tick() { return ++spins_; }
 
     Role role() const { return role_; }
     bool holds_cpu() const { return holds_; }
@@ -287,7 +286,6 @@ class ThreadSlot {
     Role role_ = Role::none;
     bool holds_ = false;
     int depth_ = 0;
-    static constexpr unsigned kYieldEvery = 256;
     unsigned spins_ = 0;
     void* task_ = nullptr;
     bool have_mask_ = false;
@@ -373,15 +371,22 @@ void __kmp_coexec_wake(void* task) {
 
 bool __kmp_coexec_yield() {
     if (!__kmp_coexec_on() || !slot.holds_cpu() || slot.inside_coexec()) return false;
-    // A relaxed probe: when no coexec thread waits, the spinning thread keeps
-    // its CPU. Every kYieldEvery-th probe it still lets the kernel run a
-    // thread outside coexec that shares the CPU (a root in serial code, a
-    // host thread of another library), without a system call on every spin
-    // of a short barrier; the raw syscall bypasses the sched_yield wrapper.
+    // Every kProbeEvery-th spin probes whether a coexec thread waits for a
+    // CPU (a relaxed read of the segment). Probing on every spin would make
+    // each spin slower, and a thread released from a barrier would see its
+    // flag later; a waiting thread gets the CPU a few spins later instead,
+    // far less than a hand-off costs. When no one waits, every kYieldEvery-th
+    // spin still lets the kernel run a thread outside coexec that shares the
+    // CPU (a root in serial code, a host thread of another library), without
+    // a system call on every spin of a short barrier; the raw syscall
+    // bypasses the sched_yield wrapper.
+    constexpr unsigned kProbeEvery = 8, kYieldEvery = 256;
+    const unsigned spin = slot.spin_tick();
+    if (spin % kProbeEvery != 0) return true;
     if (coexec_cpu_wanted()) {
         ThreadSlot::Inside inside(slot);
         nosv_yield(NOSV_YIELD_NONE);
-    } else if (slot.spin_tick()) {
+    } else if (spin % kYieldEvery == 0) {
         syscall(SYS_sched_yield);
     }
     return true;
