@@ -82,27 +82,42 @@ def median(values):
 
 def overhead(setup, repeats):
     """Runs the construct benchmark on stock libomp and on the re-hosted one
-    (root policy keep, the default, then region and hold), interleaved."""
+    (root policy keep, the default, then region and hold). Each run of a
+    coexec mode comes right after a run of stock, and the ratio printed is
+    the median of these pairs' ratios: this VM switches between a fast and a
+    slow regime (2x apart) every few seconds, which a ratio of two medians
+    taken minutes apart would mistake for overhead."""
     modes = ("stock", "coexec", "coexec-region", "coexec-hold")
     samples = {mode: {} for mode in modes}
+    ratios = {mode: {} for mode in modes}
     segment = f"ompbench-{os.getpid()}"
+
+    def measure(mode):
+        out = run([setup.program("omp_overhead", "clang")], setup.env(mode, segment))
+        result = {}
+        for line in out.splitlines():
+            name, over, total = line.split()
+            result[name] = (float(over), float(total))
+            samples[mode].setdefault(name, []).append(result[name])
+        return result
+
     for _ in range(repeats):
-        for mode in modes:
-            out = run([setup.program("omp_overhead", "clang")], setup.env(mode, segment))
-            for line in out.splitlines():
-                name, over, total = line.split()
-                samples[mode].setdefault(name, []).append((float(over), float(total)))
-    print(f"\n== Construct overhead, clang-built, {setup.cpus} threads, median of {repeats}: "
-          "microseconds per construct (overhead; in brackets with its work), and the "
-          "ratio to stock of the time with work")
+        for mode in modes[1:]:
+            base, hosted = measure("stock"), measure(mode)
+            for name, (_, total) in hosted.items():
+                ratios[mode].setdefault(name, []).append(total / base[name][1])
+    print(f"\n== Construct overhead, clang-built, {setup.cpus} threads, {repeats} repeats: "
+          "microseconds per construct, median (overhead; in brackets with its work), and "
+          "the median over the repeats of the time with work against the stock run just "
+          "before it")
     print(f"{'construct':<12} " + " ".join(f"{m:>24}" for m in modes))
     for name in samples["stock"]:
-        stock_total = median([v[1] for v in samples["stock"][name]])
         cells = []
         for mode in modes:
             over = median([v[0] for v in samples[mode][name]])
             total = median([v[1] for v in samples[mode][name]])
-            cells.append(f"{over:9.3f} ({total:9.3f}) {total / stock_total:4.2f}x")
+            ratio = median(ratios[mode][name]) if mode != "stock" else 1.0
+            cells.append(f"{over:9.3f} ({total:9.3f}) {ratio:4.2f}x")
         print(f"{name:<12} " + " ".join(f"{c:>24}" for c in cells))
 
 
