@@ -5,7 +5,12 @@
 //
 // The comparison runs each kernel in fresh processes, alternating stock and
 // adapted runs, and prints for each kernel the median over the repeats of the
-// per-process medians, and the ratio adapter/stock.
+// per-process medians, and the median over the repeats of the ratio of each
+// adapted run to the stock run just before it: this VM switches between a
+// fast and a slow regime every few seconds, and pairs taken close together
+// see the same one. The adapted runs use a coexec instance of their own
+// (shared_memory.name=tbb-overhead-PID), so nothing else on the node's
+// default instance competes for its CPUs.
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -55,12 +60,27 @@ void parallel_for_large_grain() {
                               });
 }
 
-// 20000 empty tasks spawned from one thread.
+// A short piece of work the compiler cannot remove (about half a
+// microsecond), as EPCC's task benchmarks put in each task.
+void delay() {
+    double a = 0.0;
+    for (int i = 0; i < 400; ++i)
+        a += i;
+    volatile double sink = a;
+    (void)sink;
+}
+
+// 20000 short tasks spawned from one thread. Empty tasks would measure how
+// often a thief fights the spawner over its deque (stock TBB alone swings 3x
+// between runs with them); with some work in each, both threads take part.
 void task_group_spawn() {
     std::atomic<int> done{0};
     oneapi::tbb::task_group group;
     for (int i = 0; i < 20000; ++i)
-        group.run([&] { done.fetch_add(1, std::memory_order_relaxed); });
+        group.run([&] {
+            delay();
+            done.fetch_add(1, std::memory_order_relaxed);
+        });
     group.wait();
     if (done.load() != 20000) std::abort();
 }
@@ -95,13 +115,18 @@ int run_kernel(const std::string& name) {
     return 0;
 }
 
-// Runs `self --kernel name` with LD_PRELOAD set to `preload` (or unset);
-// returns the median it printed in ns, or a negative value on failure.
-double measure_in_child(const char* self, const std::string& name, const char* preload) {
+// Runs `self --kernel name` with LD_PRELOAD set to `preload` (or unset) on
+// the coexec instance `segment`; returns the median it printed in ns, or a
+// negative value on failure.
+double measure_in_child(const char* self, const std::string& name, const char* preload,
+                        const std::string& segment) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e)
-        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.emplace_back(*e);
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
+            std::strncmp(*e, "COEXEC_CONFIG_OVERRIDE=", 23) != 0)
+            env.emplace_back(*e);
     if (preload != nullptr) env.push_back(std::string("LD_PRELOAD=") + preload);
+    env.push_back("COEXEC_CONFIG_OVERRIDE=shared_memory.name=" + segment);
     std::vector<char*> envp;
     for (auto& e : env)
         envp.push_back(e.data());
@@ -142,23 +167,25 @@ int compare(const char* self, const char* irml, int repeats) {
         std::fprintf(stderr, "tbb_overhead: cannot read %s\n", irml);
         return 1;
     }
-    std::printf("%-26s %14s %14s %8s   (median of %d processes x 15 runs)\n", "kernel", "stock_us",
-                "coexec_us", "ratio", repeats);
+    std::printf("%-26s %14s %14s %8s   (median of %d processes x 15 runs; ratio: median of "
+                "pairs)\n",
+                "kernel", "stock_us", "coexec_us", "ratio", repeats);
+    const std::string segment = "tbb-overhead-" + std::to_string(getpid());
     for (const auto& [name, kernel] : kernels()) {
-        std::vector<double> stock, hosted;
+        std::vector<double> stock, hosted, ratios;
         for (int r = 0; r < repeats; ++r) {
-            // Alternate the modes so that drift in machine load hits both.
-            const double a = measure_in_child(self, name, nullptr);
-            const double b = measure_in_child(self, name, irml);
-            if (a < 0 || b < 0) {
+            const double a = measure_in_child(self, name, nullptr, segment);
+            const double b = measure_in_child(self, name, irml, segment);
+            if (a <= 0 || b <= 0) {
                 std::fprintf(stderr, "tbb_overhead: kernel %s failed\n", name.c_str());
                 return 1;
             }
             stock.push_back(a);
             hosted.push_back(b);
+            ratios.push_back(b / a);
         }
-        const double s = median(stock), h = median(hosted);
-        std::printf("%-26s %14.1f %14.1f %8.3f\n", name.c_str(), s / 1e3, h / 1e3, h / s);
+        std::printf("%-26s %14.1f %14.1f %8.3f\n", name.c_str(), median(stock) / 1e3,
+                    median(hosted) / 1e3, median(ratios));
     }
     return 0;
 }
