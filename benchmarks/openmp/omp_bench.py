@@ -11,6 +11,9 @@
              same work with serial inner loops, in the same modes; with the
              TBB adapter (lib/coexec/tbb/libirml.so.1) it also runs TBB on
              coexec.
+  phases     that TBB loop alternating with pure OpenMP phases (each well
+             under a second), native and on coexec, with and without
+             OMP_DYNAMIC=true: how fast dynamic teams follow a changing load.
 
 Usage: omp_bench.py [--build DIR] [--repeats N] [CASE...]
 It prints tables; it asserts nothing (see tests/openmp for the tests)."""
@@ -256,7 +259,50 @@ def tbb(setup, repeats):
             print(f"{compiler:<6} {size_text:>14} " + " ".join(f"{c:>15}" for c in cells))
 
 
-CASES = {"overhead": overhead, "colocated": colocated, "tbb": tbb}
+# ---- TBB phases alternating with OpenMP phases -----------------------------
+
+PHASES = ["10", "400", "1000000"]  # phase pairs, items / regions, iterations
+
+
+def phases(setup, repeats):
+    """omp_in_tbb --phases: the TBB loop of the tbb case, then the same
+    regions from the main thread alone, ten times. Stock libomp sizes
+    OMP_DYNAMIC teams by a /proc sample it keeps for a second, so after a
+    TBB phase its OpenMP phase may run on one thread; re-hosted, the size
+    comes from coexec's scheduler at each fork."""
+    if not setup.tbb_irml.exists():
+        print(f"\n== TBB and OpenMP phases: skipped (no TBB adapter at {setup.tbb_irml})")
+        return
+    segment = f"ompbench-{os.getpid()}"
+    modes = ["native", "dynamic", "coexec", "coexec-dynamic"]
+    results = {}
+    for _ in range(repeats):
+        for compiler in ("gcc", "clang"):
+            for mode in modes:
+                env = setup.env("coexec" if mode.startswith("coexec") else "native", segment)
+                if mode.startswith("coexec"):
+                    env["LD_PRELOAD"] = str(setup.tbb_irml)
+                if mode.endswith("dynamic"):
+                    env.update(DYNAMIC)
+                out = run([setup.program("omp_in_tbb", compiler), "--phases"] + PHASES, env)
+                in_tbb, in_openmp, _ = out.split()
+                results.setdefault((compiler, mode), []).append((float(in_tbb), float(in_openmp)))
+    print(f"\n== TBB phases alternating with OpenMP phases (omp_in_tbb --phases "
+          f"{' '.join(PHASES)}), {setup.cpus} CPUs, median of {repeats}: seconds in TBB "
+          "phases + seconds in OpenMP phases = total, and the total's ratio to native")
+    print(f"{'build':<6} " + " ".join(f"{m:>28}" for m in modes))
+    for compiler in ("gcc", "clang"):
+        native_total = median([a + b for a, b in results[(compiler, "native")]])
+        cells = []
+        for m in modes:
+            samples = results[(compiler, m)]
+            a, b = median([v[0] for v in samples]), median([v[1] for v in samples])
+            total = median([x + y for x, y in samples])
+            cells.append(f"{a:.3f} + {b:.3f} = {total:.3f} {total / native_total:4.2f}x")
+        print(f"{compiler:<6} " + " ".join(f"{c:>28}" for c in cells))
+
+
+CASES = {"overhead": overhead, "colocated": colocated, "tbb": tbb, "phases": phases}
 
 
 def main():
