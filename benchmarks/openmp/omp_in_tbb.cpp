@@ -93,8 +93,7 @@ int run_phases(long phases, long outer, long inner) {
         const long b = openmp_phase(outer, inner);
         in_openmp += seconds_since(start);
         if (a != expected || b != expected) {
-            std::fprintf(stderr, "omp_in_tbb: wrong sum %ld / %ld, expected %ld\n", a, b,
-                         expected);
+            std::fprintf(stderr, "omp_in_tbb: wrong sum %ld / %ld, expected %ld\n", a, b, expected);
             return 1;
         }
     }
@@ -117,8 +116,8 @@ int main(int argc, char** argv) {
     if (outer < 0 || inner < 0 || tbb_threads < 0) return usage();
     std::unique_ptr<tbb::global_control> cap;
     if (tbb_threads > 0)
-        cap = std::make_unique<tbb::global_control>(
-            tbb::global_control::max_allowed_parallelism, size_t(tbb_threads));
+        cap = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                    size_t(tbb_threads));
     // An untimed pass first: both runtimes start their threads (and join
     // coexec) then, so the timed pass measures the steady state.
     tbb_phase(outer, inner);
