@@ -273,6 +273,10 @@ def phases(setup, repeats):
     if not setup.tbb_irml.exists():
         print(f"\n== TBB and OpenMP phases: skipped (no TBB adapter at {setup.tbb_irml})")
         return
+    for compiler in ("gcc", "clang"):
+        if not setup.program("omp_in_tbb", compiler).exists():
+            print(f"\n== TBB and OpenMP phases: skipped (omp_in_tbb_{compiler} not built)")
+            return
     segment = f"ompbench-{os.getpid()}"
     modes = ["native", "dynamic", "coexec", "coexec-dynamic"]
     results = {}
