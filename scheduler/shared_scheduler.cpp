@@ -221,29 +221,31 @@ bool SharedScheduler::has_work(int32_t proc, int32_t cpu) const {
            p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0;
 }
 
-bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
-    // The alive list may change under us; a stale read only delays a
-    // switch to the next scheduling point, which decide() then settles.
+template <class Stop>
+bool SharedScheduler::any_alive_unlocked(Stop stop) const {
     const Header& h = s_.header;
     int n = std::min<int>(h.alive_count, kMaxProcs);
     for (int i = 0; i < n; ++i) {
         int32_t p = h.alive[i];
-        if (p != self && p >= 0 && p < kMaxProcs && has_work(p, cpu)) return true;
+        if (p >= 0 && p < kMaxProcs && stop(p)) return true;
     }
     return false;
 }
 
+bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
+    // A stale alive list only delays a switch to the next scheduling point,
+    // which decide() then settles.
+    return any_alive_unlocked([&](int32_t p) { return p != self && has_work(p, cpu); });
+}
+
 int32_t SharedScheduler::spare_cpus() const {
-    // A snapshot of counters that move independently; like foreign_work(),
-    // a stale alive list or count only makes the hint less exact.
-    const Header& h = s_.header;
-    int64_t spare = h.unheld_cpus.load(rlx);
-    int n = std::min<int>(h.alive_count, kMaxProcs);
-    for (int i = 0; i < n; ++i) {
-        int32_t p = h.alive[i];
-        if (p >= 0 && p < kMaxProcs)
-            spare -= std::max<int64_t>(0, s_.procs[p].ready_total.load(rlx));
-    }
+    // A snapshot of counters that move independently; a stale alive list or
+    // count only makes the hint less exact.
+    int64_t spare = s_.header.unheld_cpus.load(rlx);
+    any_alive_unlocked([&](int32_t p) {
+        spare -= std::max<int64_t>(0, s_.procs[p].ready_total.load(rlx));
+        return false; // every process counts
+    });
     return int32_t(std::max<int64_t>(spare, INT32_MIN)); // ready counts are 64-bit
 }
 

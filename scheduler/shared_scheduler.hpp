@@ -156,6 +156,12 @@ class SharedScheduler {
     void release_cpus_of(int32_t proc);
     void free_threads_of(int32_t proc);
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
+    // Lock-free: calls `stop(proc)` for each process on the alive list until
+    // one returns true, and says whether one did. The list may change under
+    // the walk; the bounds are checked, so a stale read only skips or
+    // repeats a process.
+    template <class Stop>
+    bool any_alive_unlocked(Stop stop) const;
     Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, bool self_ready, uint64_t now,
                    WakeList& wakes);
 
