@@ -200,6 +200,22 @@ def colocated(setup, repeats):
 TBB_SIZES = [["400", "200000"], ["400", "1000000"]]
 
 
+def mixed_env(setup, mode, segment):
+    """Environment of a TBB + OpenMP mode: the runtimes (native, or coexec
+    for OpenMP only, coexec-omp, or for both, coexec-omp+tbb and
+    coexec-dynamic), OMP_WAIT_POLICY=passive, and OMP_DYNAMIC=true for the
+    modes ending in dynamic. Other modes run native."""
+    if mode.startswith("coexec"):
+        env = setup.env("coexec", segment)
+    else:
+        env = setup.env("passive" if mode == "passive" else "native", segment)
+    if mode in ("coexec-omp+tbb", "coexec-dynamic"):
+        env["LD_PRELOAD"] = str(setup.tbb_irml)
+    if mode.endswith("dynamic"):
+        env.update(DYNAMIC)
+    return env
+
+
 def tbb(setup, repeats):
     """TBB parallel_for whose items open OpenMP regions. The ideal is the same
     work with serial inner loops (OMP_NUM_THREADS=1). The static partition
@@ -225,19 +241,13 @@ def tbb(setup, repeats):
             program = setup.program("omp_in_tbb", compiler)
             for size in TBB_SIZES:
                 for mode in modes:
-                    env = setup.env({"passive": "passive"}.get(mode, "native"), segment)
+                    env = mixed_env(setup, mode, segment)
                     args = list(size)
                     if mode == "serial-inner":
                         env["OMP_NUM_THREADS"] = "1"
                     if mode == "static":
                         env["OMP_NUM_THREADS"] = str(max(1, setup.cpus // tbb_share))
                         args.append(str(tbb_share))
-                    if mode.startswith("coexec"):
-                        env = setup.env("coexec", segment)
-                    if mode in ("coexec-omp+tbb", "coexec-dynamic"):
-                        env["LD_PRELOAD"] = str(setup.tbb_irml)
-                    if mode.endswith("dynamic"):
-                        env.update(DYNAMIC)
                     out = run([program] + args, env)
                     key = (compiler, " ".join(size), mode)
                     results.setdefault(key, []).append(float(out.split()[0]))
@@ -278,17 +288,13 @@ def phases(setup, repeats):
             print(f"\n== TBB and OpenMP phases: skipped (omp_in_tbb_{compiler} not built)")
             return
     segment = f"ompbench-{os.getpid()}"
-    modes = ["native", "dynamic", "coexec", "coexec-dynamic"]
+    modes = ["native", "dynamic", "coexec-omp+tbb", "coexec-dynamic"]
     results = {}
     for _ in range(repeats):
         for compiler in ("gcc", "clang"):
             for mode in modes:
-                env = setup.env("coexec" if mode.startswith("coexec") else "native", segment)
-                if mode.startswith("coexec"):
-                    env["LD_PRELOAD"] = str(setup.tbb_irml)
-                if mode.endswith("dynamic"):
-                    env.update(DYNAMIC)
-                out = run([setup.program("omp_in_tbb", compiler), "--phases"] + PHASES, env)
+                out = run([setup.program("omp_in_tbb", compiler), "--phases"] + PHASES,
+                          mixed_env(setup, mode, segment))
                 in_tbb, in_openmp, _ = out.split()
                 results.setdefault((compiler, mode), []).append((float(in_tbb), float(in_openmp)))
     print(f"\n== TBB phases alternating with OpenMP phases (omp_in_tbb --phases "
