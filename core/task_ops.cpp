@@ -206,7 +206,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     nosv_task* t = new_task(ctx->attach_type.get(), 0);
     if (!t) {
         auto lock = sched_->lock(wakes);
-        sched_->free_thread(ctx->slot);
+        sched_->release_thread(ctx->slot, wakes);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
     if (affinity) t->affinity = *affinity;
@@ -229,7 +229,7 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     if (self.cpu != kNone) leave_cpu(self, Leaving::Block, wakes);
     {
         auto lock = sched_->lock(wakes);
-        sched_->free_thread(self.slot);
+        sched_->release_thread(self.slot, wakes);
         by_slot_[size_t(self.slot)] = nullptr;
     }
     wakes.flush(*segment());

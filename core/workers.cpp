@@ -213,11 +213,9 @@ void Runtime::finish_worker(ThreadContext& self) {
     WakeList wakes;
     {
         auto lock = sched_->lock(wakes);
-        if (self.cpu != kNone && s.cpus[self.cpu].owner_thread.load(rlx) == self.slot) {
-            sched_->set_free(self.cpu);
-            sched_->offer(self.cpu, wakes);
-        }
-        sched_->free_thread(self.slot);
+        // Also a CPU this worker still holds idle: it stopped without
+        // leaving it (hold_idle() saw the runtime stop).
+        sched_->release_thread(self.slot, wakes);
     }
     wakes.flush(s);
     unblocked_workers_.fetch_sub(1, rlx);

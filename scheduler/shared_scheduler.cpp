@@ -117,7 +117,7 @@ void SharedScheduler::release_cpus_of(int32_t proc) {
 void SharedScheduler::free_threads_of(int32_t proc) {
     for (int32_t t = 0; t < kMaxThreads; ++t)
         if (s_.threads[t].proc == proc && s_.threads[t].state.load(rlx) != ThreadState::Unused)
-            free_thread(t);
+            free_slot(t);
     s_.procs[proc].pool_head = kNone;
     s_.procs[proc].pool_size.store(0, rlx);
 }
@@ -180,7 +180,31 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     return t;
 }
 
-void SharedScheduler::free_thread(int32_t t) {
+void SharedScheduler::release_thread(int32_t t, WakeList& wakes) {
+    ThreadSlot& th = s_.threads[t];
+    if (th.state.load(rlx) == ThreadState::Unused) return;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        CpuSlot& cpu = s_.cpus[c];
+        if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free) continue;
+        set_free(c);
+        offer(c, wakes);
+    }
+    if (th.state.load(rlx) == ThreadState::Pool) pool_remove(t);
+    free_slot(t);
+}
+
+void SharedScheduler::pool_remove(int32_t t) {
+    ProcSlot& p = s_.procs[s_.threads[t].proc];
+    for (int32_t* link = &p.pool_head; *link != kNone; link = &s_.threads[*link].next) {
+        if (*link != t) continue;
+        *link = s_.threads[t].next;
+        s_.threads[t].next = kNone;
+        p.pool_size.fetch_sub(1, rlx);
+        return;
+    }
+}
+
+void SharedScheduler::free_slot(int32_t t) {
     ThreadSlot& th = s_.threads[t];
     if (th.state.load(rlx) == ThreadState::Unused) return;
     if (th.proc >= 0) s_.procs[th.proc].threads.fetch_sub(1, rlx);

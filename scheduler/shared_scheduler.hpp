@@ -48,7 +48,11 @@ class SharedScheduler {
     // ---- threads (locked) --------------------------------------------
     int32_t alloc_thread(int32_t proc, pid_t tid, const char* label, shm::ThreadState state,
                          bool keeps_affinity = false);
-    void free_thread(int32_t thread);
+    // Frees `thread`'s slot. Every CPU it still holds (running, idle, lent
+    // or kept) is released first and offered to waiting work, and the
+    // thread leaves its process's pool: no CPU, pool or list ever refers to
+    // a freed slot, which may be reused by another process at once.
+    void release_thread(int32_t thread, WakeList& wakes);
     void pool_push(int32_t thread);
 
     // ---- CPUs --------------------------------------------------------
@@ -155,6 +159,10 @@ class SharedScheduler {
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
     void release_cpus_of(int32_t proc);
     void free_threads_of(int32_t proc);
+    // Puts the slot on the free list; nothing may refer to it any more.
+    void free_slot(int32_t thread);
+    // Takes `thread` out of its process's pool stack, if it is there.
+    void pool_remove(int32_t thread);
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
     // Lock-free: calls `stop(proc)` for each process on the alive list until
     // one returns true, and says whether one did. The list may change under

@@ -189,3 +189,46 @@ TEST_F(SchedulerTest, ThreadSlotsRunOutWithAnErrorNotACrash) {
     while (sched_->alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone) ++n;
     EXPECT_EQ(n, kMaxThreads - 1);
 }
+
+// Regression: a worker that stopped while holding its CPU idle freed its
+// slot, and the CPU went on naming it; the next claim of that CPU pushed the
+// freed slot (process -1) onto a pool, writing before the process table.
+TEST_F(SchedulerTest, ReleasingAThreadReleasesTheCpusItHolds) {
+    int32_t a = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    int32_t c = sched_->claim_unheld_cpu(a, {}, w);
+    ASSERT_NE(c, kNone);
+    int32_t t = seg().cpus[c].owner_thread.load();
+    for (bool lent : {false, true}) {
+        if (lent)
+            sched_->set_lent(c);
+        else
+            sched_->set_holding(c, /*sleeping=*/true);
+        sched_->release_thread(t, w);
+        EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Free);
+        EXPECT_EQ(seg().cpus[c].owner_thread.load(), kNone);
+        EXPECT_EQ(seg().cpus[c].owner_proc.load(), kNone);
+        EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Unused);
+        EXPECT_EQ(seg().header.unheld_cpus.load(), 2);
+        // The slot is reused at once; the CPU must not reach its new owner.
+        t = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
+        sched_->pool_push(t);
+        ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, c, true}, w), c);
+        ASSERT_EQ(seg().cpus[c].owner_thread.load(), t);
+    }
+}
+
+TEST_F(SchedulerTest, ReleasingAPoolThreadTakesItOffThePool) {
+    int32_t a = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    int32_t first = seg().procs[a].pool_head;
+    int32_t second = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
+    sched_->pool_push(second);
+    ASSERT_EQ(seg().procs[a].pool_size.load(), 2);
+    sched_->release_thread(first, w); // the bottom of the stack
+    EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
+    EXPECT_EQ(seg().procs[a].pool_head, second);
+    EXPECT_EQ(seg().threads[second].next, kNone);
+}
