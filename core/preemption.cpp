@@ -1,16 +1,5 @@
-// The preemption safety net. coexec schedules cooperatively: a thread gives
-// its CPU away only at a scheduling point. A thread that spins in user code
-// (`while (!flag);`) until a thread of its own process runs would keep its
-// CPU forever; two such processes sharing the CPUs deadlock, where the
-// kernel would have time-shared them. So a process that waits for a CPU
-// which another process has held past its quantum plus
-// SegmentConfig::preempt_after_ns, without reaching a scheduling point,
-// signals the holder; the holder's handler gives the CPU to the next
-// process in round-robin order and waits to get that same CPU back.
-//
-// Only other processes take the CPU, and the task resumes on the same CPU,
-// so a task never sees another task of its own process take its place (its
-// per-CPU data stays its own), exactly as if the kernel had preempted it.
+#include "preemption.hpp"
+
 #include "runtime.hpp"
 
 #include "shm/clock.hpp"
@@ -27,7 +16,6 @@ using namespace coexec::shm;
 using scheduler::WakeList;
 
 namespace {
-constexpr auto rlx = std::memory_order_relaxed;
 // Ignored by default: a process that never installed the handler (or has
 // just left) is not hurt by a late signal.
 constexpr int kPreemptSignal = SIGURG;
@@ -39,73 +27,76 @@ int& runtime_depth() {
     return depth;
 }
 
-bool Runtime::install_preemption() {
-    if (segment()->header.config.preempt_after_ns == 0) return false;
+bool Preemption::install() {
+    if (rt_.segment()->header.config.preempt_after_ns == 0) return false;
     struct sigaction old {};
     if (sigaction(kPreemptSignal, nullptr, &old) != 0) return false;
-    const bool ours = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == &on_preempt_signal;
+    const bool ours = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == &on_signal;
     if (!ours) {
         // A handler of the program's own is left alone: no preemption then.
         if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
             return false;
         struct sigaction sa {};
-        sa.sa_handler = &on_preempt_signal;
+        sa.sa_handler = &on_signal;
         sa.sa_flags = SA_RESTART;
         sigemptyset(&sa.sa_mask);
         if (sigaction(kPreemptSignal, &sa, nullptr) != 0) return false;
     }
-    segment()->procs[proc_].preemptible.store(1, rlx);
+    rt_.sched().set_preemptible(rt_.proc(), true);
     return true;
 }
 
-void Runtime::on_preempt_signal(int) {
+void Preemption::uninstall() {
+    rt_.sched().set_preemptible(rt_.proc(), false);
+}
+
+void Preemption::on_signal(int) {
     const int saved_errno = errno;
     // Inside coexec the thread may hold the segment lock or be halfway
     // through changing its own state: it reaches a scheduling point soon
     // anyway. Only user code (depth 0) gives way here.
-    Runtime* rt = get();
+    Runtime* rt = Runtime::get();
     ThreadContext* self = rt ? this_thread_context() : nullptr;
     if (self && runtime_depth() == 0) {
         RuntimeSection section;
-        rt->give_way(*self);
+        rt->preemption_.give_way(*self);
     }
     errno = saved_errno;
 }
 
-void Runtime::give_way(ThreadContext& self) {
+void Preemption::give_way(ThreadContext& self) {
     // Async-signal context: no allocation and no lock but the segment's
     // (which a depth-0 thread cannot hold). The task stays Running: to a
     // resume that races with this, it is a running task.
     const int32_t c = self.cpu;
     nosv_task* t = self.current;
-    if (c == kNone || !t || self.immediate || !holds(self, c)) return;
-    Segment& s = *segment();
+    if (c == kNone || !t || self.immediate || !rt_.holds(self, c)) return;
+    auto& sched = rt_.sched();
     WakeList wakes;
     bool gave = false;
     {
-        auto lock = sched_->lock(wakes);
-        gave = sched_->give_way(c, proc_, wakes);
+        auto lock = sched.lock(wakes);
+        gave = sched.give_way(c, rt_.proc(), self.slot, wakes);
         if (gave) {
             // Queued under the lock that granted the CPU away: whoever
             // leaves it next decides with this demand in view.
-            queue_->push_preempted(t, c);
-            s.threads[self.slot].state.store(ThreadState::Waiting, rlx);
+            rt_.queue_->push_preempted(t, c);
             self.cpu = kNone;
         }
     }
-    wakes.flush(s);
+    wakes.flush(sched.segment());
     if (!gave) return;
-    s.procs[proc_].preemptions.fetch_add(1, rlx);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
-    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
-    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    sched.count_preemption(rt_.proc());
+    rt_.workers_.blocked(self);
+    if (rt_.wait_for_cpu(self) == kNone) self.cpu = kNone;
+    rt_.workers_.unblocked(self);
 }
 
-void Runtime::ask_overdue_holders() {
-    Segment& s = *segment();
+void Preemption::ask_overdue_holders() {
+    Segment& s = *rt_.segment();
     const uint64_t now = now_ns();
     for (int32_t c = 0; c < s.header.cpu_count; ++c) {
-        int32_t t = sched_->overdue_holder(c, proc_, now);
+        int32_t t = rt_.sched().overdue_holder(c, rt_.proc(), now);
         if (t == kNone) continue;
         const ThreadSlot& th = s.threads[t];
         pid_t pid = s.procs[th.proc].pid;

@@ -56,7 +56,7 @@ int ReadyQueue::Fifo::top_priority() const {
 }
 
 ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
-    : counters_(counters), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
+    : demand_(counters), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
       strict_numa_(size_t(numa_nodes)), preferred_numa_(size_t(numa_nodes)), cpus_(cpus) {}
 
 ReadyQueue::Fifo& ReadyQueue::fifo_for(const nosv_task* task, const Placement& w) {
@@ -72,20 +72,7 @@ ReadyQueue::Fifo& ReadyQueue::fifo_for(const nosv_task* task, const Placement& w
 }
 
 void ReadyQueue::count(const Placement& w, int delta) {
-    constexpr auto rlx = std::memory_order_relaxed;
-    // Read-modify-writes: submitters count lock-free (push_unplaced) while
-    // the lock holder counts pops. Other processes only read these.
-    if (!w.strict || w.kind == Placement::Kind::Any)
-        counters_.ready_any.fetch_add(delta, rlx);
-    else if (w.kind == Placement::Kind::Cpu)
-        counters_.ready_cpu[w.index].fetch_add(delta, rlx);
-    else
-        counters_.ready_numa[w.index].fetch_add(delta, rlx);
-    // ready_total last, seq_cst when work appears: it publishes the counter
-    // above (readers check ready_total first), and pairs with the seq_cst
-    // update of wakeable_cpus by a CPU going idle, so one of the two always
-    // sees the other (Dekker).
-    counters_.ready_total.fetch_add(delta, delta > 0 ? std::memory_order_seq_cst : rlx);
+    demand_.add(w, delta);
     if (!w.strict && w.kind != Placement::Kind::Any) preferred_count_ += delta;
 }
 

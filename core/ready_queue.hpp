@@ -1,11 +1,12 @@
 // The process's ready tasks, by priority and placement. Not thread-safe, but
 // for push_unplaced(): the runtime guards every other member with its queue
-// mutex. Every push and pop is mirrored in the process's shared counters so
+// mutex. Every push and pop is mirrored in the process's Demand so
 // other processes see its demand.
 #pragma once
 
 #include "core/task.hpp"
-#include "scheduler/shared_scheduler.hpp"
+#include "scheduler/demand.hpp"
+#include "scheduler/placement.hpp"
 #include "shm/layout.hpp"
 
 #include <atomic>
@@ -80,7 +81,7 @@ class ReadyQueue {
     static nosv_task* take_oldest_first(std::atomic<nosv_task*>& stack);
     void count(const scheduler::Placement& where, int delta);
 
-    shm::ProcSlot& counters_;
+    scheduler::Demand demand_; // the counters other processes see
     // Tasks from push_unplaced(), newest first (a Treiber stack).
     std::atomic<nosv_task*> intake_{nullptr};
     std::atomic<nosv_task*> preempted_{nullptr}; // from push_preempted(), newest first

@@ -1,22 +1,31 @@
-// The one per-process runtime object: the process's membership in the shared
-// instance, its ready queue, its worker threads, and the scheduling points.
+// The one per-process runtime object. It owns the parts, each with one job:
+//   Membership   the process's place in the shared instance (membership.*);
+//   WorkerPool   its worker threads (worker_pool.*);
+//   IdlePolicy   what a worker does with a CPU it has no work for;
+//   CpuBinding   kernel affinity, and CPUs kept or lent outside coexec;
+//   Preemption   the safety net for holders that never yield.
+// Runtime itself keeps the process's ready queue and tasks, and the
+// scheduling points: how a thread leaves its CPU (scheduling.cpp), the task
+// operations behind the C API (task_ops.cpp), and the worker loop
+// (workers.cpp). Every change to the segment goes through the scheduler.
 #pragma once
 
 #include "core/config.hpp"
+#include "core/cpu_binding.hpp"
+#include "core/idle_policy.hpp"
+#include "core/membership.hpp"
+#include "core/preemption.hpp"
 #include "core/ready_queue.hpp"
 #include "core/spin_lock.hpp"
 #include "core/task.hpp"
 #include "core/task_pool.hpp"
 #include "core/thread_context.hpp"
-#include "scheduler/shared_scheduler.hpp"
-#include "scheduler/topology.hpp"
-#include "shm/segment.hpp"
+#include "core/worker_pool.hpp"
 
 #include <atomic>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <thread>
-#include <vector>
 
 namespace coexec::core {
 
@@ -32,15 +41,15 @@ class Runtime {
     static Runtime* get() { return instance_.load(std::memory_order_acquire); }
 
     // ---- topology (logical indices) ----------------------------------
-    int cpu_count() const { return int(cpu_system_ids_.size()); }
-    int numa_count() const { return int(numa_system_ids_.size()); }
-    const std::vector<int>& cpu_system_ids() const { return cpu_system_ids_; }
-    const std::vector<int>& numa_system_ids() const { return numa_system_ids_; }
-    int numa_of_cpu(int cpu) const { return segment()->cpus[cpu].numa; }
-    int logical_cpu(int system_id) const;
-    int logical_numa(int system_id) const;
-    shm::Segment* segment() const { return mapping_.get(); }
-    int32_t proc() const { return proc_; }
+    const Membership& membership() const { return member_; }
+    int cpu_count() const { return member_.cpu_count(); }
+    int numa_count() const { return member_.numa_count(); }
+    int numa_of_cpu(int cpu) const { return member_.numa_of_cpu(cpu); }
+    const std::vector<int>& cpu_system_ids() const { return member_.cpu_system_ids(); }
+    const std::vector<int>& numa_system_ids() const { return member_.numa_system_ids(); }
+    int logical_cpu(int system_id) const { return member_.logical_cpu(system_id); }
+    int logical_numa(int system_id) const { return member_.logical_numa(system_id); }
+    shm::Segment* segment() const { return &member_.segment(); }
     const Config& config() const { return config_; }
 
     // ---- the scheduling points (see the nosv_* contracts) ------------
@@ -71,24 +80,24 @@ class Runtime {
     ~Runtime();
 
   private:
-    Runtime() = default;
+    friend class WorkerPool;
+    friend class IdlePolicy;
+    friend class Preemption;
+
+    Runtime() : idle_(*this), workers_(*this), preemption_(*this) {}
     int start(bool quiet);
     // Reports why start() fails (printed unless quiet) and keeps it.
     void fail_reason(const std::string& why, bool quiet);
     void stop();
+    // Watches for processes that died holding CPUs, for work of ours that
+    // no CPU picked up, for holders past their turn, and for kept CPUs.
     void monitor_main();
 
-    // ---- the preemption safety net (preemption.cpp) -------------------
-    // Installs the signal handler unless the program has one of its own;
-    // true when this process's threads give way to it.
-    bool install_preemption();
-    static void on_preempt_signal(int);
-    // In the handler, in user code: gives the caller's CPU to the next
-    // other process with work for it, then waits to get that CPU back.
-    void give_way(ThreadContext& self);
-    // Monitor: signals holders of CPUs this process has long waited for.
-    void ask_overdue_holders();
+    scheduler::SharedScheduler& sched() const { return member_.scheduler(); }
+    int32_t proc() const { return member_.proc(); }
+    bool stopping() const { return stopping_.load(std::memory_order_acquire); }
 
+    // ---- ready work (scheduling.cpp) ----------------------------------
     // Queues a ready task and makes sure some CPU will pick it up.
     void make_ready(nosv_task* task, bool front);
     // Gives an unheld CPU to this process's work when one exists.
@@ -97,10 +106,13 @@ class Runtime {
     // a CPU is unheld it goes straight to that thread, and the task is not
     // queued. Returns false when it did nothing (no CPU is unheld).
     bool give_directly(nosv_task* task, const scheduler::Placement& where, bool front);
-    // Keeps one pool worker available to receive CPUs from other processes.
-    void ensure_receiver();
-    bool spawn_worker();
+    nosv_task* pop_own(int cpu);
+    // The next task for a free worker: its batch, else the queue (refilling
+    // the batch when the queue is long).
+    nosv_task* next_for_worker(ThreadContext& self);
+    void return_batch(ThreadContext& self);
 
+    // ---- leaving and getting a CPU (scheduling.cpp) -------------------
     // What the caller should do after leaving its CPU.
     // Continue: the caller keeps the CPU. Gone: the CPU went to another
     // thread. Pooled: it went to another process and the caller (a free
@@ -123,13 +135,8 @@ class Runtime {
     Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, scheduler::WakeList& wakes,
                   nosv_task** next);
     Leave go_unheld(ThreadContext& self, bool can_run, scheduler::WakeList& wakes);
-    nosv_task* pop_own(int cpu);
     // Whether `self` is the Running holder of `cpu` (for assertions).
     bool holds(const ThreadContext& self, int32_t cpu) const;
-    // The next task for a free worker: its batch, else the queue (refilling
-    // the batch when the queue is long).
-    nosv_task* next_for_worker(ThreadContext& self);
-    void return_batch(ThreadContext& self);
     // Blocks until the thread is granted a CPU; returns it, or kNone when
     // the runtime stops.
     int32_t wait_for_cpu(ThreadContext& self);
@@ -142,57 +149,25 @@ class Runtime {
     // After step_off_cpu() and once the caller's task is ready: wakes the
     // threads in `wakes`, then waits for the CPU granted to the caller.
     void step_on_cpu(ThreadContext& self, scheduler::WakeList& wakes);
-    // Runs the calling thread on `cpu` from now on. A thread that keeps its
-    // affinity is pinned only if the kernel has it elsewhere.
-    void bind_to(ThreadContext& self, int32_t cpu);
-    // Makes the next bind_to() set the kernel affinity, whatever it was.
-    void forget_binding(ThreadContext& self);
-    // Before a thread that keeps its affinity runs code of its own: undoes
-    // what bind_to() pinned.
-    void unpin(ThreadContext& self);
+    // The caller's task stops running and the thread leaves coexec's view.
     void step_out(ThreadContext& self);
-    bool reclaim_kept_cpu(ThreadContext& self);
-    bool reclaim_lent_cpu(ThreadContext& self);
-    // Monitor: frees CPUs that threads have kept outside coexec since an
-    // earlier look of its own, at least a millisecond ago.
-    void take_long_kept_cpus(uint64_t now);
-    struct KeptSighting {
-        int32_t thread = shm::kNone;
-        uint32_t word = 0;
-        uint64_t since_ns = 0;
-    };
-    std::vector<KeptSighting> kept_seen_; // per CPU; the monitor's own
 
+    // ---- workers (workers.cpp) ----------------------------------------
     void worker_main(ThreadContext& self);
-    // Idle holder: spins then sleeps until work arrives (true) or the CPU
-    // is taken away (false).
-    bool hold_idle(ThreadContext& self);
-    // A spinning holder that saw work offers its CPU (possibly to itself)
-    // under the lock; false if nobody could take it.
-    bool offer_own_cpu(ThreadContext& self);
-    // The holder stops spinning: marks its CPU Sleeping and offers it to work
-    // queued meanwhile. True if it still holds the CPU and may sleep.
-    bool sleep_holding(ThreadContext& self);
     void run_task(ThreadContext& self, nosv_task* task);
     void show_label(ThreadContext& self, const nosv_task_type* type);
-    void finish_worker(ThreadContext& self);
-    void return_to_pool(ThreadContext& self);
 
     static std::atomic<Runtime*> instance_;
 
     Config config_;
-    shm::SegmentMapping mapping_;
-    std::unique_ptr<scheduler::SharedScheduler> sched_;
-    int32_t proc_ = shm::kNone;
-    std::vector<int> cpu_system_ids_, numa_system_ids_;
+    Membership member_;
+    std::optional<CpuBinding> binding_; // made once the segment is joined
+    IdlePolicy idle_;
+    WorkerPool workers_;
+    Preemption preemption_;
 
     SpinLock queue_mutex_;
     std::unique_ptr<ReadyQueue> queue_;
-
-    std::mutex workers_mutex_;
-    std::vector<std::unique_ptr<ThreadContext>> workers_;
-    std::atomic<int> unblocked_workers_{0};
-    std::vector<ThreadContext*> by_slot_; // slot -> context (this process's)
 
     TaskPool task_pool_;
     std::atomic<bool> stopping_{false};

@@ -38,15 +38,13 @@ scheduler::Placement Runtime::placement_of(const nosv_affinity_t& a) const {
 }
 
 nosv_task* Runtime::pop_own(int cpu) {
-    if (segment()->procs[proc_].ready_total.load(rlx) <= 0) return nullptr;
+    if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_mutex_);
     return queue_->pop(cpu, numa_of_cpu(cpu));
 }
 
 bool Runtime::holds(const ThreadContext& self, int32_t cpu) const {
-    const CpuSlot& slot = segment()->cpus[cpu];
-    return cpu != kNone && slot.owner_thread.load(rlx) == self.slot &&
-           slot.state.load(rlx) == CpuState::Running;
+    return cpu != kNone && sched().holds(self.slot, cpu);
 }
 
 nosv_task* Runtime::next_for_worker(ThreadContext& self) {
@@ -54,7 +52,7 @@ nosv_task* Runtime::next_for_worker(ThreadContext& self) {
     // reached us on (a pool wait, or an idle hold we were just evicted from).
     if (self.assigned) return std::exchange(self.assigned, nullptr);
     if (self.has_batch()) return self.batch[self.batch_next++];
-    if (segment()->procs[proc_].ready_total.load(rlx) <= 0) return nullptr;
+    if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_mutex_);
     size_t n =
         queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
@@ -74,11 +72,11 @@ void Runtime::return_batch(ThreadContext& self) {
 
 void Runtime::make_ready(nosv_task* task, bool front) {
     // A task on its own thread becomes ready only once the thread left its CPU.
-    assert(!task->thread || !sched_->runs_elsewhere(task->thread->slot, kNone));
+    assert(!task->thread || !sched().runs_elsewhere(task->thread->slot, kNone));
     Placement where = placement_of(task->affinity);
     // Another process hands us a CPU through a pool thread, even for a task
     // that lives on its own thread: keep one.
-    ensure_receiver();
+    workers_.ensure_receiver();
     // A task on its own thread takes an unheld CPU directly, decided before
     // it is queued: once queued it may run, end and be freed at any time.
     if (task->thread && give_directly(task, where, front)) return;
@@ -94,14 +92,10 @@ void Runtime::make_ready(nosv_task* task, bool front) {
 bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front) {
     Segment& s = *segment();
     if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return false;
-    const int32_t slot = task->thread->slot;
     WakeList wakes;
     {
-        auto lock = sched_->lock(wakes);
-        int32_t c = sched_->find_unheld_cpu(proc_, where, s.threads[slot].bound_cpu.load(rlx));
-        if (c != kNone) {
-            sched_->give_unheld_cpu(c, slot, wakes);
-        } else {
+        auto lock = sched().lock(wakes);
+        if (sched().grant_unheld_cpu(task->thread->slot, where, wakes) == kNone) {
             // Queued under the segment lock: a CPU going idle (which takes
             // that lock) sees this work.
             std::lock_guard guard(queue_mutex_);
@@ -124,63 +118,25 @@ void Runtime::kick(const Placement& where) {
     if (s.header.wakeable_cpus.load(std::memory_order_seq_cst) == 0) return;
     WakeList wakes;
     {
-        auto lock = sched_->lock(wakes);
-        sched_->claim_unheld_cpu(proc_, where, wakes);
+        auto lock = sched().lock(wakes);
+        sched().claim_unheld_cpu(proc(), where, wakes);
     }
     wakes.flush(s);
 }
 
-void Runtime::ensure_receiver() {
-    const ProcSlot& me = segment()->procs[proc_];
-    if (me.pool_size.load(rlx) > 0 || stopping_.load(rlx)) return;
-    // At most one running worker per CPU plus one spare to receive CPUs.
-    if (unblocked_workers_.load(rlx) > cpu_count()) return;
-    spawn_worker();
-}
-
-void Runtime::bind_to(ThreadContext& self, int32_t cpu) {
-    self.cpu = cpu;
-    if (!self.keeps_affinity) {
-        sched_->bind_thread(self.slot, cpu); // usually the granter bound us already
-        return;
-    }
-    // Usually the kernel keeps the thread where it last held this CPU, and
-    // sched_getcpu() (a vDSO call) costs far less than two affinity changes
-    // per grant. When the kernel has put it elsewhere, pin it: left alone it
-    // may share a CPU with another coexec thread for milliseconds.
-    const int32_t system_cpu = segment()->cpus[cpu].system_id;
-    if (sched_getcpu() == system_cpu) return;
-    if (!self.pinned)
-        self.pinned =
-            pthread_getaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask) == 0;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(system_cpu, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-}
-
-void Runtime::unpin(ThreadContext& self) {
-    if (!std::exchange(self.pinned, false)) return;
-    pthread_setaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask);
-}
-
-void Runtime::forget_binding(ThreadContext& self) {
-    segment()->threads[self.slot].bound_cpu.store(kNone, rlx);
-}
-
 int32_t Runtime::wait_for_cpu(ThreadContext& self) {
-    ThreadSlot& th = segment()->threads[self.slot];
+    const ThreadSlot& th = segment()->threads[self.slot];
     for (;;) {
+        // The word first: a grant published after this load moves it, and
+        // the wait below then returns at once.
         uint32_t seq = th.word.load(std::memory_order_acquire);
-        // Acquire pairs with the granter's release store of `grant`.
-        int32_t cpu = th.grant.exchange(kNone, std::memory_order_acquire);
-        if (cpu != kNone) {
+        if (int32_t cpu = sched().take_grant(self.slot); cpu != kNone) {
             assert(holds(self, cpu));
-            bind_to(self, cpu);
+            binding_->bind_to(self, cpu);
             return cpu;
         }
-        if (stopping_.load(std::memory_order_acquire)) return kNone;
-        futex_wait(th.word, seq, kWaitSliceNs);
+        if (stopping()) return kNone;
+        sched().wait_word(self.slot, seq, kWaitSliceNs);
     }
 }
 
@@ -199,11 +155,11 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wa
         }
         return hand_to(self, t, can_run, wakes, next);
     }
-    if (sched_->foreign_work(proc_, c)) {
+    if (sched().foreign_work(proc(), c)) {
         SharedScheduler::Next decision;
         {
-            auto lock = sched_->lock(wakes);
-            decision = sched_->decide(c, proc_, why == Leaving::Yield, wakes);
+            auto lock = sched().lock(wakes);
+            decision = sched().decide(c, proc(), why == Leaving::Yield, wakes);
         }
         if (decision == SharedScheduler::Next::Other) {
             return_batch(self);
@@ -227,7 +183,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     if (t->thread) {
         // A started task lives on its thread: hand the CPU over directly.
         self.cpu = kNone;
-        sched_->handoff_within_process(c, t->thread->slot, wakes);
+        sched().handoff_within_process(c, t->thread->slot, wakes);
         return Leave::Gone;
     }
     if (can_run) {
@@ -238,16 +194,11 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     ThreadContext* worker = nullptr;
     for (;;) {
         {
-            auto lock = sched_->lock(wakes);
-            ProcSlot& me = segment()->procs[proc_];
-            int32_t w = me.pool_head;
-            if (w != kNone) {
-                me.pool_head = segment()->threads[w].next;
-                me.pool_size.fetch_sub(1, rlx);
-                worker = by_slot_[size_t(w)];
-            }
+            auto lock = sched().lock(wakes);
+            if (int32_t w = sched().take_pool_thread(proc()); w != kNone)
+                worker = workers_.worker_at(w);
         }
-        if (worker || !spawn_worker()) break;
+        if (worker || !workers_.spawn()) break;
     }
     if (!worker) {
         // No thread can be had (segment full): put the task back.
@@ -258,7 +209,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     worker->assigned = t;
     self.cpu = kNone;
     // The release store of the grant publishes `assigned` to the worker.
-    sched_->handoff_within_process(c, worker->slot, wakes);
+    sched().handoff_within_process(c, worker->slot, wakes);
     return Leave::Gone;
 }
 
@@ -267,16 +218,13 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& w
     assert(holds(self, c));
     int32_t taker;
     {
-        auto lock = sched_->lock(wakes);
-        if (can_run)
-            sched_->set_holding(c, false);
-        else
-            sched_->set_free(c);
-        taker = sched_->offer_released(c, wakes);
+        auto lock = sched().lock(wakes);
+        taker =
+            can_run ? sched().hold_idle(c, /*sleeping=*/false, wakes) : sched().release(c, wakes);
     }
     if (taker == self.slot) {
-        // Our own work arrived: we keep the CPU.
-        segment()->threads[self.slot].grant.store(kNone, rlx);
+        // Our own work arrived: we keep the CPU (and drop its grant).
+        sched().take_grant(self.slot);
         return Leave::Continue;
     }
     if (!can_run) {
@@ -292,28 +240,28 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& w
 
 bool Runtime::step_off_cpu(ThreadContext& self, Leaving why, WakeList& wakes) {
     assert(why != Leaving::Done);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
+    workers_.blocked(self);
     if (leave_cpu(self, why, wakes) == Leave::Continue) {
-        if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+        workers_.unblocked(self);
         return false;
     }
-    assert(!sched_->runs_elsewhere(self.slot, kNone));
+    assert(!sched().runs_elsewhere(self.slot, kNone));
     return true;
 }
 
 void Runtime::step_on_cpu(ThreadContext& self, WakeList& wakes) {
     wakes.flush(*segment(), self.slot);
     if (wait_for_cpu(self) == kNone) self.cpu = kNone;
-    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    workers_.unblocked(self);
 }
 
 bool Runtime::cpu_wanted(const ThreadContext& self) const {
     if (self.cpu == kNone) return false;
-    return sched_->has_work(proc_, self.cpu) || sched_->foreign_work(proc_, self.cpu);
+    return sched().has_work(proc(), self.cpu) || sched().foreign_work(proc(), self.cpu);
 }
 
 int Runtime::spare_cpus() const {
-    return sched_->spare_cpus();
+    return sched().spare_cpus();
 }
 
 } // namespace coexec::core

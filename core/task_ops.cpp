@@ -25,11 +25,6 @@ constexpr auto rel = std::memory_order_release;
 bool transition(nosv_task* t, TaskState from, TaskState to) {
     return t->state.compare_exchange_strong(from, to, std::memory_order_acq_rel);
 }
-
-void wake_thread(Segment& s, int32_t slot) {
-    s.threads[slot].word.fetch_add(1, rel);
-    futex_wake(s.threads[slot].word);
-}
 } // namespace
 
 nosv_task* Runtime::new_task(nosv_task_type* type, size_t metadata_size) {
@@ -68,7 +63,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) &&
         transition(t, TaskState::Waiting, TaskState::Ready)) {
         // Ends its timed sleep; it makes itself ready once off its CPU.
-        wake_thread(*segment(), t->thread->slot);
+        sched().wake_thread(t->thread->slot);
         return NOSV_SUCCESS;
     }
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
@@ -124,7 +119,7 @@ int Runtime::pause(ThreadContext& self) {
 
 int Runtime::yield(ThreadContext& self) {
     const int32_t c = self.cpu;
-    if (!self.immediate && !sched_->has_work(proc_, c) && !sched_->foreign_work(proc_, c))
+    if (!self.immediate && !sched().has_work(proc(), c) && !sched().foreign_work(proc(), c))
         return NOSV_SUCCESS;
     WakeList wakes;
     if (!step_off_cpu(self, Leaving::Yield, wakes)) {
@@ -140,12 +135,8 @@ int Runtime::yield(ThreadContext& self) {
 
 int Runtime::schedpoint(ThreadContext& self) {
     const int32_t c = self.cpu;
-    const CpuSlot& cpu = segment()->cpus[c];
-    bool switch_now = false;
-    if (sched_->foreign_work(proc_, c))
-        switch_now = cpu.turn_proc.load(rlx) != proc_ ||
-                     now_ns() - cpu.turn_start_ns.load(rlx) >= sched_->quantum_ns();
-    if (!switch_now && segment()->procs[proc_].ready_total.load(rlx) > 0) {
+    bool switch_now = sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns());
+    if (!switch_now && segment()->procs[proc()].ready_total.load(rlx) > 0) {
         std::lock_guard guard(queue_mutex_);
         switch_now = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
     }
@@ -162,7 +153,7 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     wakes.flush(*segment(), self.slot);
     // A DEADLINE_WAKE submit only marks the task Ready and wakes us: we make
     // it ready ourselves, now that we are off the CPU.
-    ThreadSlot& th = segment()->threads[self.slot];
+    const ThreadSlot& th = segment()->threads[self.slot];
     bool woken = false;
     for (;;) {
         uint32_t seq = th.word.load(acq);
@@ -175,7 +166,7 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
             woken = !transition(t, TaskState::Waiting, TaskState::Ready);
             break;
         }
-        futex_wait(th.word, seq, deadline - now);
+        sched().wait_word(self.slot, seq, deadline - now);
     }
     make_ready(t, woken);
     step_on_cpu(self, wakes); // nothing left to wake
@@ -190,23 +181,21 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     ctx->attached = true;
     ctx->keeps_affinity = keeps_affinity;
     pthread_getaffinity_np(pthread_self(), sizeof ctx->original_mask, &ctx->original_mask);
-    WakeList wakes;
-    {
-        auto lock = sched_->lock(wakes);
-        ctx->slot = sched_->alloc_thread(proc_, ::gettid(), label ? label : "attached",
-                                         ThreadState::Waiting, keeps_affinity);
-        if (ctx->slot != kNone) by_slot_[size_t(ctx->slot)] = ctx.get();
-    }
-    wakes.flush(*segment());
-    if (ctx->slot == kNone) return NOSV_ERR_OUT_OF_MEMORY;
     // Each attached thread's task has a type of its own, so that the type's
     // label is the attach label (as nosv_get_task_type_label reports it).
     ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
     if (label) ctx->attach_type->label = label;
     nosv_task* t = new_task(ctx->attach_type.get(), 0);
-    if (!t) {
-        auto lock = sched_->lock(wakes);
-        sched_->release_thread(ctx->slot, wakes);
+    if (!t) return NOSV_ERR_OUT_OF_MEMORY;
+    WakeList wakes;
+    {
+        auto lock = sched().lock(wakes);
+        ctx->slot = sched().alloc_thread(proc(), ::gettid(), label ? label : "attached",
+                                         ThreadState::Waiting, keeps_affinity);
+    }
+    wakes.flush(*segment());
+    if (ctx->slot == kNone) {
+        delete_task(t);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
     if (affinity) t->affinity = *affinity;
@@ -228,14 +217,15 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     WakeList wakes;
     if (self.cpu != kNone) leave_cpu(self, Leaving::Block, wakes);
     {
-        auto lock = sched_->lock(wakes);
-        sched_->release_thread(self.slot, wakes);
-        by_slot_[size_t(self.slot)] = nullptr;
+        // Also a CPU the thread still keeps or lends (detached between
+        // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
+        auto lock = sched().lock(wakes);
+        sched().release_thread(self.slot, wakes);
     }
     wakes.flush(*segment());
     if (restore_affinity)
         pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
-    unpin(self);
+    binding_->unpin(self);
     delete_task(t);
     this_thread_context() = nullptr;
     delete &self;
@@ -247,8 +237,7 @@ int Runtime::block_enter(ThreadContext& self) {
     step_out(self);
     // Outside coexec the thread may change its own affinity: bind again on
     // the next grant.
-    forget_binding(self);
-    unpin(self);
+    binding_->forget(self);
     WakeList wakes;
     leave_cpu(self, Leaving::Block, wakes);
     wakes.flush(*segment(), self.slot);
@@ -257,94 +246,41 @@ int Runtime::block_enter(ThreadContext& self) {
 }
 
 int Runtime::lend_cpu(ThreadContext& self) {
-    const int32_t c = self.cpu;
-    if (c == kNone) return NOSV_ERR_INVALID_OPERATION;
+    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     // Work already waiting for this CPU (or a successor of ours) gets it now.
     if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
     step_out(self);
-    WakeList wakes;
-    int32_t taker;
-    {
-        auto lock = sched_->lock(wakes);
-        sched_->set_lent(c);
-        taker = sched_->offer_released(c, wakes); // work queued meanwhile takes it at once
-    }
-    wakes.flush(*segment());
-    self.cpu = kNone;
-    self.lent_cpu = taker == kNone ? c : kNone;
-    unpin(self);
+    binding_->lend(self);
     return NOSV_SUCCESS;
 }
 
 int Runtime::keep_cpu(ThreadContext& self) {
-    const int32_t c = self.cpu;
-    if (c == kNone) return NOSV_ERR_INVALID_OPERATION;
+    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     // A successor or a batch of ours must not wait behind code of the user.
     if (self.immediate || self.has_batch()) return block_enter(self);
-    unpin(self);
     step_out(self);
-    ThreadSlot& th = segment()->threads[self.slot];
-    self.kept_word = ((th.serial.load(rlx) >> 2) + 1) << 2 | 1u;
-    // Release: a monitor that sees the new period sees the thread's CPU
-    // state as of now. Only this thread writes the word outside a period.
-    th.serial.store(self.kept_word, std::memory_order_release);
-    self.kept_cpu = c;
-    self.cpu = kNone;
+    binding_->keep(self);
     return NOSV_SUCCESS;
 }
 
-// The caller's task stops running and the thread leaves coexec's view.
 void Runtime::step_out(ThreadContext& self) {
     self.current->state.store(TaskState::Blocked, rel);
-    if (self.worker) unblocked_workers_.fetch_sub(1, rlx);
-}
-
-// Ends a coexec_keep_cpu() period: true if the CPU is still ours.
-bool Runtime::reclaim_kept_cpu(ThreadContext& self) {
-    const int32_t c = std::exchange(self.kept_cpu, kNone);
-    if (c == kNone) return false;
-    ThreadSlot& th = segment()->threads[self.slot];
-    uint32_t word = self.kept_word;
-    const uint32_t idle = word & ~3u;
-    // Against take_kept()'s compare-exchange: exactly one of us wins.
-    if (th.serial.compare_exchange_strong(word, idle, std::memory_order_acq_rel,
-                                          std::memory_order_acquire)) {
-        bind_to(self, c);
-        return true;
-    }
-    th.serial.store(idle, std::memory_order_relaxed); // the taker is done with it
-    return false;
-}
-
-// Ends a coexec_lend_cpu() period: true if nobody took the CPU meanwhile.
-bool Runtime::reclaim_lent_cpu(ThreadContext& self) {
-    const int32_t c = std::exchange(self.lent_cpu, kNone);
-    if (c == kNone) return false;
-    WakeList wakes;
-    bool back;
-    {
-        auto lock = sched_->lock(wakes);
-        back = sched_->reclaim_lent(c, self.slot);
-    }
-    wakes.flush(*segment());
-    // A thread that keeps its affinity may need pinning again.
-    if (back) bind_to(self, c);
-    return back;
+    workers_.blocked(self);
 }
 
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
     if (t->state.load(acq) != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
     // The cheap way back: no hand-off, no wake-up.
-    if (reclaim_kept_cpu(self) || reclaim_lent_cpu(self)) {
-        if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    if (binding_->reclaim(self)) {
+        workers_.unblocked(self);
         t->state.store(TaskState::Running, rel);
         return NOSV_SUCCESS;
     }
     if (!transition(t, TaskState::Blocked, TaskState::Ready)) return NOSV_ERR_INVALID_OPERATION;
     make_ready(t, true);
     if (wait_for_cpu(self) == kNone) self.cpu = kNone;
-    if (self.worker) unblocked_workers_.fetch_add(1, rlx);
+    workers_.unblocked(self);
     t->state.store(TaskState::Running, rel);
     return NOSV_SUCCESS;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/task.hpp"
+#include "scheduler/keep_word.hpp"
 #include "shm/layout.hpp"
 
 #include <atomic>
@@ -16,7 +17,7 @@ struct ThreadContext {
     int32_t cpu = shm::kNone;                   // logical CPU held now
     int32_t lent_cpu = shm::kNone;              // CPU lent by coexec_lend_cpu, maybe taken since
     int32_t kept_cpu = shm::kNone;              // CPU kept by coexec_keep_cpu, maybe taken since
-    uint32_t kept_word = 0;                     // the serial word of that period
+    scheduler::KeepWord kept_word;              // the keep period of kept_cpu
     nosv_task* current = nullptr;               // what nosv_self() returns
     nosv_task* assigned = nullptr;              // unbound task handed over with a CPU
     nosv_task* immediate = nullptr;             // NOSV_SUBMIT_IMMEDIATE successor

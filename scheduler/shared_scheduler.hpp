@@ -1,27 +1,29 @@
-// The system-wide policy, operating on the shared segment.
+// The system-wide policy, and the only writer of the segment's scheduling
+// state: CPU slots, thread slots, process slots, pools, free lists and
+// counters (a process's ready counters are written through Demand).
 //
 // Methods marked "locked" must run while the caller holds the segment lock
-// (see lock()); the others are lock-free reads meant as hints.
+// (see lock()); the others are lock-free, and say who may call them. Where
+// each field changes:
+//   shared_scheduler.cpp  processes, threads, pools, formatting and repair;
+//   cpu_slots.cpp         CPU slots, the CPU counters, grants and bindings;
+//   policy.cpp            the decisions: who gets a CPU, and when.
 #pragma once
 
+#include "scheduler/keep_word.hpp"
+#include "scheduler/placement.hpp"
+#include "scheduler/topology.hpp"
 #include "scheduler/wake_list.hpp"
 #include "shm/layout.hpp"
 #include "shm/robust_mutex.hpp"
 
 #include <cstdint>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
+#include <vector>
 
 namespace coexec::scheduler {
-
-// Where a task may run: any CPU, one CPU, or one NUMA node (logical indices).
-struct Placement {
-    enum class Kind : uint8_t { Any, Cpu, Numa } kind = Kind::Any;
-    int32_t index = -1;
-    bool strict = false;
-    bool allows(const shm::CpuSlot& cpu, int32_t cpu_index) const;
-};
 
 class SharedScheduler {
   public:
@@ -33,7 +35,13 @@ class SharedScheduler {
 
     // Takes the segment lock; repairs the segment first when the previous
     // holder died. Wakes queued in `wakes` are the caller's to flush after.
+    // Debug builds check every invariant when the lock is released.
     shm::RobustLock lock(WakeList& wakes);
+
+    // Locked, or on a segment nobody else uses yet. Lays out the CPU table
+    // for `cpus`, the settings, the free list and empty process slots. For
+    // a new segment, and for one whose processes are all gone.
+    void format(const std::vector<CpuInfo>& cpus, const shm::SegmentConfig& config);
 
     // ---- processes (locked) ------------------------------------------
     // A free process slot for `pid`, or kNone when all are taken.
@@ -44,8 +52,18 @@ class SharedScheduler {
     bool reap_dead(WakeList& wakes);
     // True when no registered process is alive (after reap_dead()).
     bool empty() const { return s_.header.alive_count == 0; }
+    // Lock-free, by the process itself: whether its threads give way to the
+    // preemption signal.
+    void set_preemptible(int32_t proc, bool on);
+    // Lock-free, by the process itself: one of its threads gave way.
+    void count_preemption(int32_t proc);
+    // Lock-free. Wakes (`wake_monitor`) or waits for (`wait_monitor`, at
+    // most `timeout_ns`) the monitor thread of `proc`.
+    void wake_monitor(int32_t proc);
+    void wait_monitor(int32_t proc, uint64_t timeout_ns);
 
-    // ---- threads (locked) --------------------------------------------
+    // ---- threads and pools (locked unless said) ----------------------
+    // A new thread slot of `proc`, or kNone when all are taken.
     int32_t alloc_thread(int32_t proc, pid_t tid, const char* label, shm::ThreadState state,
                          bool keeps_affinity = false);
     // Frees `thread`'s slot. Every CPU it still holds (running, idle, lent
@@ -53,18 +71,59 @@ class SharedScheduler {
     // thread leaves its process's pool: no CPU, pool or list ever refers to
     // a freed slot, which may be reused by another process at once.
     void release_thread(int32_t thread, WakeList& wakes);
+    // Parks `thread`, which holds no CPU, in its process's pool: other
+    // processes may grant it a CPU from now on.
     void pool_push(int32_t thread);
+    // Takes a thread out of `proc`'s pool (it is Waiting now, for a CPU the
+    // caller gives it), or kNone when the pool is empty.
+    int32_t take_pool_thread(int32_t proc);
+    // Empties `proc`'s pool for good (the process stops): nobody may grant
+    // its threads a CPU any more.
+    void close_pool(int32_t proc);
+    // Lock-free, by the thread itself before anyone can grant it a CPU, or
+    // once it runs: its kernel tid and what it shows (`coexec top`). A
+    // reader may see a torn label for one refresh.
+    void set_tid(int32_t thread, pid_t tid);
+    void set_label(int32_t thread, std::string_view label);
+    // Lock-free, from any thread of the process: bumps `thread`'s word and
+    // wakes it if it sleeps there (a deadline wake, a stop).
+    void wake_thread(int32_t thread);
 
-    // ---- CPUs --------------------------------------------------------
-    // Lock-free: does `proc` have ready work that may run on `cpu`?
+    // ---- a thread's own CPU (lock-free, by the thread itself) --------
+    // The CPU granted to `thread` since it last looked, consumed; or kNone.
+    // Acquire: the grant's CPU slot writes are visible.
+    int32_t take_grant(int32_t thread);
+    // Blocks until `thread`'s word moves past `seen` or `timeout_ns` pass.
+    void wait_word(int32_t thread, uint32_t seen, uint64_t timeout_ns);
+    // Starts a keep period on the CPU `thread` runs on (coexec_keep_cpu).
+    KeepWord begin_keep(int32_t thread);
+    // Ends the period `word`: true if the thread still has its CPU, false if
+    // a monitor took it (take_kept()).
+    bool end_keep(int32_t thread, KeepWord word);
+    // Sets the kernel affinity of `thread` to `cpu`, unless it is bound
+    // there already. Only by the thread itself, or by whoever grants it
+    // `cpu` while it waits. A thread the kernel refuses (another user's) is
+    // left to bind itself.
+    void bind_thread(int32_t thread, int32_t cpu);
+    // The thread changed its own affinity: the next bind_thread() sets it.
+    void forget_binding(int32_t thread);
+    // The CPU `thread`'s kernel affinity names, or kNone.
+    int32_t bound_cpu(int32_t thread) const;
+
+    // ---- demand (lock-free hints) ------------------------------------
+    // Does `proc` have ready work that may run on `cpu`?
     bool has_work(int32_t proc, int32_t cpu) const;
-    // Lock-free: does any process other than `self` have work for `cpu`?
+    // Does any process other than `self` have work for `cpu`?
     bool foreign_work(int32_t self, int32_t cpu) const;
-    // Lock-free hint: how many more threads could run now without making
-    // any wait. Unheld CPUs (Free, Idle, Sleeping) less the ready work of
-    // every process; negative when work waits. Lent CPUs count as busy.
+    // How many more threads could run now without making any wait: the
+    // unheld CPUs (shm::is_unheld, Lent ones included: they can be claimed)
+    // less the ready work of every process; negative when work waits.
     int32_t spare_cpus() const;
+    // Whether `proc`'s turn on `cpu` is over (another process's turn, or
+    // its quantum is spent at `now`). A stale read only delays a switch.
+    bool turn_over(int32_t cpu, int32_t proc, uint64_t now) const;
 
+    // ---- decisions (policy.cpp) ---------------------------------------
     // Outcome of a scheduling decision for a CPU its holder is leaving.
     enum class Next { Own, Other, None };
     // Locked. Round-robin by quantum: the holder's process keeps the CPU
@@ -73,105 +132,115 @@ class SharedScheduler {
     // and queued in `wakes`). `self_ready`: the holder itself has work that
     // is not queued yet (a yielding task).
     Next decide(int32_t cpu, int32_t self, bool self_ready, WakeList& wakes);
-    // Locked. The holder of `cpu`, of process `self`, is preempted: the next
-    // other process in round-robin order with work for `cpu` and a pool
-    // thread gets it. False (and nothing changes) if none can take it.
-    bool give_way(int32_t cpu, int32_t self, WakeList& wakes);
+    // Locked. The holder `thread` of `cpu`, of process `self`, is preempted:
+    // the next other process in round-robin order with work for `cpu` and a
+    // pool thread gets it, and `thread` waits for a CPU. False (and nothing
+    // changes) if none can take it.
+    bool give_way(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes);
     // Lock-free, for the preemption safety net. The thread slot to signal
     // when another process holds `cpu` past its quantum plus
     // SegmentConfig::preempt_after_ns while `waiter` has work for it, or
     // kNone. Returns a given CPU's holder at most once per that period.
     int32_t overdue_holder(int32_t cpu, int32_t waiter, uint64_t now);
-
-    // Locked. Hands `cpu` to `thread`, whatever it held before.
-    void grant(int32_t cpu, int32_t thread, WakeList& wakes);
-    // Lock-free, only by the holder of a Running CPU: hands it to another
-    // thread of the same process, which the caller wakes (`wakes`).
-    void handoff_within_process(int32_t cpu, int32_t thread, WakeList& wakes);
-    // Sets the kernel affinity of `thread` to `cpu` and records it in
-    // ThreadSlot::bound_cpu, unless it is bound there already. Only by the
-    // thread itself, or by whoever grants it `cpu` while it waits. A thread
-    // the kernel refuses (another user's) is left to bind itself.
-    void bind_thread(int32_t thread, int32_t cpu);
-    // Locked. The holder keeps `cpu` but has no work: Idle while it spins
-    // (and looks for work itself), Sleeping once it sleeps.
-    void set_holding(int32_t cpu, bool sleeping);
-    // Locked. The holder of Running `cpu` leaves coexec's view but keeps
-    // running on it until someone claims it (which evicts it).
-    void set_lent(int32_t cpu);
-    // Locked. `thread` takes back the CPU it lent: false if it was claimed.
-    bool reclaim_lent(int32_t cpu, int32_t thread);
-    // Lock-free. The holder of `cpu` when it keeps the CPU while outside
-    // coexec (coexec_keep_cpu), with its serial word in `word`; else kNone.
-    int32_t keeping_holder(int32_t cpu, uint32_t& word) const;
-    // Locked. Frees `cpu` if `thread` still keeps it in the period `word`
-    // names; the thread learns it at coexec_block_exit().
-    bool take_kept(int32_t cpu, int32_t thread, uint32_t word);
-    // Locked. Nobody holds `cpu` any more.
-    void set_free(int32_t cpu);
-
     // Locked. Finds an unheld CPU allowed by `where` for process `proc` and
     // gives it to `proc`: to its own idle holder (woken), or to one of its
     // pool threads (evicting another process's idle holder, or a lender: a
     // Lent CPU is the last choice). Returns the CPU, or kNone if none is
     // unheld or `proc` has no pool thread for it.
     int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes);
-    // Locked. An unheld CPU allowed by `where`: `prefer` if it is unheld and
-    // not Lent, else Free first, then one held idle by `proc`, then any idle,
-    // then a Lent one; or kNone.
-    int32_t find_unheld_cpu(int32_t proc, const Placement& where,
-                            int32_t prefer = shm::kNone) const;
-    // Locked. Gives unheld `cpu` to `thread` directly; an idle holder goes
-    // back to its pool, a lender is evicted.
-    void give_unheld_cpu(int32_t cpu, int32_t thread, WakeList& wakes);
+    // Locked. Gives `thread` (of a task that lives on its own thread) an
+    // unheld CPU allowed by `where`: the one it is bound to if unheld and
+    // not Lent, else Free first, then one held idle by its process, then
+    // any idle, then a Lent one. An idle holder goes back to its pool, a
+    // lender is evicted. Returns the CPU, or kNone if none is unheld.
+    int32_t grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes);
     // Locked. `cpu` is unheld (Free, held idle, or Lent): gives it,
     // round-robin, to a process with work for it: to that process's idle
     // holder of it, or to one of its pool threads (evicting any other holder
     // or the lender). Returns the thread granted, or kNone.
     int32_t offer(int32_t cpu, WakeList& wakes);
-    // Locked. Its holder has just made `cpu` unheld (set_holding, set_lent,
-    // set_free): offers it to work queued meanwhile, as offer().
-    int32_t offer_released(int32_t cpu, WakeList& wakes);
     // Locked. Offers every Free CPU.
     void distribute_free(WakeList& wakes);
 
-    // Lock-free: CPU time `proc` received, including open stints.
-    uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
-
+    // ---- a holder leaving its CPU (cpu_slots.cpp) --------------------
+    // Lock-free, only by the holder of a Running CPU: hands it to another
+    // thread of the same process (taken from the pool, or one whose task is
+    // ready), which the caller wakes (`wakes`).
+    void handoff_within_process(int32_t cpu, int32_t thread, WakeList& wakes);
+    // Locked. The holder keeps `cpu` but has no work: Idle while it spins
+    // (and looks for work itself), Sleeping once it sleeps. Then, as
+    // offer(), work queued meanwhile gets it (possibly the holder itself).
+    int32_t hold_idle(int32_t cpu, bool sleeping, WakeList& wakes);
+    // Locked. The holder of Running `cpu` leaves coexec's view but keeps
+    // running on it until someone claims it (which evicts it); work queued
+    // meanwhile gets it at once, as offer().
+    int32_t lend(int32_t cpu, WakeList& wakes);
+    // Locked. Nobody holds `cpu` any more; work queued meanwhile gets it, as
+    // offer().
+    int32_t release(int32_t cpu, WakeList& wakes);
+    // Locked. `thread` takes back the CPU it lent: false if it was claimed.
+    bool reclaim_lent(int32_t cpu, int32_t thread);
+    // Lock-free. The holder of `cpu` when it keeps the CPU while outside
+    // coexec (coexec_keep_cpu), with its word in `word`; else kNone.
+    int32_t keeping_holder(int32_t cpu, KeepWord& word) const;
+    // Locked. Frees `cpu` if `thread` still keeps it in the period `word`
+    // names; the thread learns it at end_keep().
+    bool take_kept(int32_t cpu, int32_t thread, KeepWord word, WakeList& wakes);
+    // Lock-free: whether `thread` is the Running holder of `cpu`.
+    bool holds(int32_t thread, int32_t cpu) const;
     // Lock-free, for assertions. Whether `thread` is the Running holder of
     // a CPU other than `cpu` (kNone: of any CPU): a thread runs on one CPU
     // at a time, so a grant must never find it so.
     bool runs_elsewhere(int32_t thread, int32_t cpu) const;
 
+    // Lock-free: CPU time `proc` received, including open stints.
+    uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
+
   private:
+    // shared_scheduler.cpp
     void repair(WakeList& wakes);
-    void close_stint(shm::CpuSlot& cpu, uint64_t now);
-    // The only writer of a CPU's state after formatting: keeps unheld_cpus
-    // and wakeable_cpus in step with it.
-    void set_state(int32_t cpu, shm::CpuState next);
-    // The holder of `cpu` keeps it without running coexec work: `next` is
-    // Idle, Sleeping or Lent.
-    void hold_without_work(int32_t cpu, shm::CpuState next);
-    void evict_holder(shm::CpuSlot& cpu);
-    // Lets `thread` run on every managed CPU (an evicted lender).
-    void unbind_thread(int32_t thread);
-    int32_t pool_pop(int32_t proc);
-    int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
     void release_cpus_of(int32_t proc);
     void free_threads_of(int32_t proc);
     // Puts the slot on the free list; nothing may refer to it any more.
     void free_slot(int32_t thread);
     // Takes `thread` out of its process's pool stack, if it is there.
     void pool_remove(int32_t thread);
-    bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
+    int32_t pool_pop(int32_t proc);
     // Lock-free: calls `stop(proc)` for each process on the alive list until
     // one returns true, and says whether one did. The list may change under
     // the walk; the bounds are checked, so a stale read only skips or
     // repeats a process.
     template <class Stop>
     bool any_alive_unlocked(Stop stop) const;
+
+    // cpu_slots.cpp
+    // Hands `cpu` to `thread`, whatever it held before.
+    void grant(int32_t cpu, int32_t thread, WakeList& wakes);
+    // `proc`'s turn on `cpu` starts now, unless it is its turn already.
+    void start_turn(int32_t cpu, int32_t proc, uint64_t now);
+    // The only writer of a CPU's state after formatting: keeps unheld_cpus
+    // and wakeable_cpus in step with it.
+    void set_state(int32_t cpu, shm::CpuState next);
+    // The holder of `cpu` keeps it without running coexec work: `next` is
+    // Idle, Sleeping or Lent.
+    void hold_without_work(int32_t cpu, shm::CpuState next);
+    void set_free(int32_t cpu);
+    void evict_holder(int32_t cpu);
+    // Lets `thread` run on every managed CPU (an evicted lender).
+    void unbind_thread(int32_t thread);
+    void close_stint(shm::CpuSlot& cpu, uint64_t now);
+    // After the holder made `cpu` unheld: offers it to work queued
+    // meanwhile (the Dekker pair of a submitter's kick).
+    int32_t offer_released(int32_t cpu, WakeList& wakes);
+
+    // policy.cpp
+    bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
     Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, bool self_ready, uint64_t now,
                    WakeList& wakes);
+    int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
+    // An unheld CPU allowed by `where` for a thread of `proc`; see
+    // grant_unheld_cpu() for the order.
+    int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const;
 
     shm::Segment& s_;
 };

@@ -34,6 +34,19 @@ enum class CpuState : uint32_t {
     Lent = 4,
 };
 
+// What Header::unheld_cpus counts: CPUs that work may claim now, without
+// waiting for a scheduling point. A Lent CPU is one of them: whoever claims
+// it evicts the lender.
+constexpr bool is_unheld(CpuState st) {
+    return st != CpuState::Running;
+}
+// What Header::wakeable_cpus counts: unheld CPUs that nobody watches for
+// work (a Lent CPU's holder runs code of its own), so that a submitter must
+// claim one itself. Idle holders spin on the ready counters instead.
+constexpr bool is_wakeable(CpuState st) {
+    return st == CpuState::Free || st == CpuState::Sleeping || st == CpuState::Lent;
+}
+
 enum class ThreadState : uint32_t {
     Unused = 0,
     Pool = 1,    // worker without CPU or task, waiting for a grant
@@ -85,17 +98,14 @@ struct alignas(64) ThreadSlot {
     // thread on the CPUs it grants but leaves its kernel affinity alone.
     bool keeps_affinity;
     // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
-    // periods: (period << 2) | mode, mode 1 while it is outside coexec, 0
-    // otherwise, 2 once a monitor took the CPU. Only the thread moves it
-    // 0 -> 1 -> 0; a monitor that saw the same period for a while moves it
-    // 1 -> 2, by compare-exchange against the thread's 1 -> 0.
+    // periods; scheduler::KeepWord encodes and documents it.
     std::atomic<uint32_t> serial;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
 };
 
-// One process that joined the instance. Ready counters are maintained by the
-// owning process with atomics and read by others as hints for scheduling.
+// One process that joined the instance. Its ready counters are kept by the
+// owning process through scheduler::Demand, and read by others as hints.
 struct alignas(64) ProcSlot {
     std::atomic<ProcState> state;
     int32_t pid;
@@ -146,10 +156,10 @@ struct alignas(64) Header {
     int32_t thread_free_head;
     int32_t alive_count;
     int32_t alive[kMaxProcs]; // dense list of Alive process slots
-    // Lock-free hints.
-    // Both written by SharedScheduler::set_state only, under the lock.
-    alignas(64) std::atomic<int32_t> unheld_cpus; // Free + Idle + Sleeping CPUs
-    std::atomic<int32_t> wakeable_cpus;           // Free + Sleeping: nobody looks for work
+    // Lock-free hints, written under the lock by SharedScheduler::set_state
+    // only: the CPUs whose state is_unheld() and is_wakeable().
+    alignas(64) std::atomic<int32_t> unheld_cpus;
+    std::atomic<int32_t> wakeable_cpus;
     std::atomic<uint64_t> last_reap_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
 };

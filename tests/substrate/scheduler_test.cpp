@@ -128,7 +128,7 @@ TEST_F(SchedulerTest, IdleHolderIsEvictedForAnotherProcessesWork) {
     auto lock = sched_->lock(w);
     int32_t c = sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w);
     int32_t holder = seg().cpus[c].owner_thread.load();
-    sched_->set_holding(c, false);
+    sched_->hold_idle(c, false, w);
     EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Idle);
     add_ready(b);
     int32_t got = sched_->offer(c, w);
@@ -202,9 +202,9 @@ TEST_F(SchedulerTest, ReleasingAThreadReleasesTheCpusItHolds) {
     int32_t t = seg().cpus[c].owner_thread.load();
     for (bool lent : {false, true}) {
         if (lent)
-            sched_->set_lent(c);
+            sched_->lend(c, w);
         else
-            sched_->set_holding(c, /*sleeping=*/true);
+            sched_->hold_idle(c, /*sleeping=*/true, w);
         sched_->release_thread(t, w);
         EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Free);
         EXPECT_EQ(seg().cpus[c].owner_thread.load(), kNone);

@@ -1,0 +1,114 @@
+#include "cpu_binding.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <utility>
+
+namespace coexec::core {
+
+using namespace coexec::shm;
+using scheduler::KeepWord;
+using scheduler::WakeList;
+
+CpuBinding::CpuBinding(scheduler::SharedScheduler& sched)
+    : sched_(sched), kept_seen_(size_t(sched.cpu_count())) {}
+
+void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
+    self.cpu = cpu;
+    if (!self.keeps_affinity) {
+        sched_.bind_thread(self.slot, cpu); // usually the granter bound us already
+        return;
+    }
+    // Usually the kernel keeps the thread where it last held this CPU, and
+    // sched_getcpu() (a vDSO call) costs far less than two affinity changes
+    // per grant. When the kernel has put it elsewhere, pin it: left alone it
+    // may share a CPU with another coexec thread for milliseconds.
+    const int32_t system_cpu = sched_.segment().cpus[cpu].system_id;
+    if (sched_getcpu() == system_cpu) return;
+    if (!self.pinned)
+        self.pinned =
+            pthread_getaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask) == 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(system_cpu, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
+void CpuBinding::forget(ThreadContext& self) {
+    sched_.forget_binding(self.slot);
+    unpin(self);
+}
+
+void CpuBinding::unpin(ThreadContext& self) {
+    if (!std::exchange(self.pinned, false)) return;
+    pthread_setaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask);
+}
+
+void CpuBinding::keep(ThreadContext& self) {
+    unpin(self);
+    self.kept_word = sched_.begin_keep(self.slot);
+    self.kept_cpu = std::exchange(self.cpu, kNone);
+}
+
+void CpuBinding::lend(ThreadContext& self) {
+    const int32_t c = self.cpu;
+    WakeList wakes;
+    int32_t taker;
+    {
+        auto lock = sched_.lock(wakes);
+        taker = sched_.lend(c, wakes);
+    }
+    wakes.flush(sched_.segment());
+    self.cpu = kNone;
+    self.lent_cpu = taker == kNone ? c : kNone;
+    unpin(self);
+}
+
+bool CpuBinding::reclaim(ThreadContext& self) {
+    return reclaim_kept(self) || reclaim_lent(self);
+}
+
+bool CpuBinding::reclaim_kept(ThreadContext& self) {
+    const int32_t c = std::exchange(self.kept_cpu, kNone);
+    if (c == kNone || !sched_.end_keep(self.slot, self.kept_word)) return false;
+    bind_to(self, c);
+    return true;
+}
+
+bool CpuBinding::reclaim_lent(ThreadContext& self) {
+    const int32_t c = std::exchange(self.lent_cpu, kNone);
+    if (c == kNone) return false;
+    WakeList wakes;
+    bool back;
+    {
+        auto lock = sched_.lock(wakes);
+        back = sched_.reclaim_lent(c, self.slot);
+    }
+    wakes.flush(sched_.segment());
+    // A thread that keeps its affinity may need pinning again.
+    if (back) bind_to(self, c);
+    return back;
+}
+
+void CpuBinding::take_long_kept(uint64_t now) {
+    for (int32_t c = 0; c < int32_t(kept_seen_.size()); ++c) {
+        KeptSighting& seen = kept_seen_[size_t(c)];
+        KeepWord word;
+        const int32_t t = sched_.keeping_holder(c, word);
+        if (t == kNone || t != seen.thread || word != seen.word) {
+            // A new period (or none): look again next time.
+            seen = t == kNone ? KeptSighting{} : KeptSighting{t, word, now};
+            continue;
+        }
+        if (now - seen.since_ns < kKeptGraceNs) continue;
+        WakeList wakes;
+        {
+            auto lock = sched_.lock(wakes);
+            sched_.take_kept(c, t, word, wakes);
+        }
+        wakes.flush(sched_.segment());
+        seen = {};
+    }
+}
+
+} // namespace coexec::core

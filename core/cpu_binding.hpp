@@ -1,0 +1,60 @@
+// Which CPU a thread runs on: its kernel affinity while it holds a CPU, and
+// the CPU it keeps or lends while it runs code of its own
+// (coexec_keep_cpu, coexec_lend_cpu).
+#pragma once
+
+#include "core/thread_context.hpp"
+#include "scheduler/shared_scheduler.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace coexec::core {
+
+class CpuBinding {
+  public:
+    explicit CpuBinding(scheduler::SharedScheduler& sched);
+
+    // Runs the calling thread on `cpu` from now on. A thread that keeps its
+    // affinity is pinned only if the kernel has it elsewhere.
+    void bind_to(ThreadContext& self, int32_t cpu);
+    // The thread may change its own affinity now (it leaves coexec's
+    // view): the next bind_to() sets the kernel affinity, whatever it was.
+    void forget(ThreadContext& self);
+    // Before a thread that keeps its affinity runs code of its own: undoes
+    // what bind_to() pinned.
+    void unpin(ThreadContext& self);
+
+    // The caller keeps its CPU while it runs code of its own, until a
+    // monitor takes it (take_long_kept()).
+    void keep(ThreadContext& self);
+    // The caller lends its CPU: it runs on until someone claims it. Work
+    // already queued for it takes it at once.
+    void lend(ThreadContext& self);
+    // After keep() or lend(): true if the CPU is still the caller's (it
+    // holds it again, bound), false if it was taken meanwhile.
+    bool reclaim(ThreadContext& self);
+
+    // The monitor's part: frees CPUs that threads have kept outside coexec
+    // since an earlier look of its own, at least kKeptGraceNs ago.
+    void take_long_kept(uint64_t now);
+
+    // A CPU kept outside coexec is taken for waiting work only after two
+    // looks of the monitor at least this far apart saw the same period:
+    // short serial stretches between parallel regions keep their CPU.
+    static constexpr uint64_t kKeptGraceNs = 1'000'000;
+
+  private:
+    bool reclaim_kept(ThreadContext& self);
+    bool reclaim_lent(ThreadContext& self);
+
+    scheduler::SharedScheduler& sched_;
+    struct KeptSighting {
+        int32_t thread = shm::kNone;
+        scheduler::KeepWord word;
+        uint64_t since_ns = 0;
+    };
+    std::vector<KeptSighting> kept_seen_; // per CPU; the monitor's own
+};
+
+} // namespace coexec::core

@@ -1,0 +1,268 @@
+// CPU slots: every write to a CpuSlot and to the CPU counters, grants,
+// and the kernel affinity that follows them.
+#include "shared_scheduler.hpp"
+
+#include "shm/clock.hpp"
+
+#include <cassert>
+#include <cstdint>
+#include <sched.h>
+
+namespace coexec::scheduler {
+
+using namespace coexec::shm;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+} // namespace
+
+void SharedScheduler::close_stint(CpuSlot& cpu, uint64_t now) {
+    if (cpu.stint_proc == kNone) return;
+    s_.procs[cpu.stint_proc].cpu_time_ns.fetch_add(now - cpu.stint_start_ns, rlx);
+    cpu.stint_proc = kNone;
+}
+
+bool SharedScheduler::runs_elsewhere(int32_t t, int32_t c) const {
+    for (int32_t other = 0; other < cpu_count(); ++other)
+        if (other != c && s_.cpus[other].owner_thread.load(rlx) == t &&
+            s_.cpus[other].state.load(rlx) == CpuState::Running)
+            return true;
+    return false;
+}
+
+void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
+    assert(!runs_elsewhere(t, c));
+    CpuSlot& cpu = s_.cpus[c];
+    ThreadSlot& th = s_.threads[t];
+    uint64_t now = now_ns();
+    if (cpu.stint_proc != th.proc) {
+        close_stint(cpu, now);
+        cpu.stint_proc = th.proc;
+        cpu.stint_start_ns = now;
+    }
+    cpu.owner_proc.store(th.proc, rlx);
+    cpu.owner_thread.store(t, rlx);
+    cpu.since_ns.store(now, rlx);
+    set_state(c, CpuState::Running);
+    s_.procs[th.proc].handoffs.fetch_add(1, rlx);
+    th.state.store(ThreadState::Running, rlx);
+    bind_thread(t, c);
+    // Release pairs with the waiter's acquire of `grant` after it sees the
+    // word change: the CPU slot writes above are visible to the new holder.
+    th.grant.store(c, std::memory_order_release);
+    th.word.fetch_add(1, std::memory_order_release);
+    wakes.add(t);
+}
+
+void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
+    assert(!runs_elsewhere(t, c));
+    CpuSlot& cpu = s_.cpus[c];
+    ThreadSlot& th = s_.threads[t];
+    cpu.owner_thread.store(t, rlx);
+    cpu.since_ns.store(now_ns(), rlx);
+    s_.procs[th.proc].handoffs.fetch_add(1, rlx);
+    th.state.store(ThreadState::Running, rlx);
+    bind_thread(t, c);
+    th.grant.store(c, std::memory_order_release);
+    th.word.fetch_add(1, std::memory_order_release);
+    wakes.add(t);
+}
+
+void SharedScheduler::bind_thread(int32_t t, int32_t c) {
+    ThreadSlot& th = s_.threads[t];
+    // tid 0 (a worker not started yet) would name the caller itself.
+    if (th.bound_cpu.load(rlx) == c || th.tid <= 0 || th.keeps_affinity) return;
+    // Granters bind before they publish the grant: binding a waiting thread
+    // is cheap, and the kernel then wakes it on the granted CPU. A thread
+    // that binds itself after waking first runs on its previous CPU
+    // (delaying that CPU's holder) and then migrates.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(s_.cpus[c].system_id, &set);
+    th.bound_cpu.store(sched_setaffinity(th.tid, sizeof set, &set) == 0 ? c : kNone, rlx);
+}
+
+void SharedScheduler::unbind_thread(int32_t t) {
+    ThreadSlot& th = s_.threads[t];
+    if (th.tid <= 0 || th.keeps_affinity) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int32_t c = 0; c < cpu_count(); ++c)
+        CPU_SET(s_.cpus[c].system_id, &set);
+    sched_setaffinity(th.tid, sizeof set, &set);
+    th.bound_cpu.store(kNone, rlx);
+}
+
+void SharedScheduler::set_state(int32_t c, CpuState next) {
+    CpuSlot& cpu = s_.cpus[c];
+    const CpuState before = cpu.state.load(rlx);
+    // seq_cst: the counts pair with the submitter's seq_cst publication of
+    // its ready counters (Dekker). A CPU that becomes unheld or wakeable is
+    // either seen by the submitter, or its holder's re-check after this call
+    // (offer_released()) sees the work.
+    if (int d = int(is_unheld(next)) - int(is_unheld(before)))
+        s_.header.unheld_cpus.fetch_add(d, std::memory_order_seq_cst);
+    if (int d = int(is_wakeable(next)) - int(is_wakeable(before)))
+        s_.header.wakeable_cpus.fetch_add(d, std::memory_order_seq_cst);
+    // Release: readers of the state (top, lock-free probes) see the owner.
+    cpu.state.store(next, std::memory_order_release);
+}
+
+int32_t SharedScheduler::hold_idle(int32_t c, bool sleeping, WakeList& wakes) {
+    hold_without_work(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
+    return offer_released(c, wakes);
+}
+
+int32_t SharedScheduler::lend(int32_t c, WakeList& wakes) {
+    hold_without_work(c, CpuState::Lent);
+    return offer_released(c, wakes);
+}
+
+int32_t SharedScheduler::release(int32_t c, WakeList& wakes) {
+    set_free(c);
+    return offer_released(c, wakes);
+}
+
+void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
+    int32_t t = cpu.owner_thread.load(rlx);
+    if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
+    set_state(c, next);
+}
+
+int32_t SharedScheduler::offer_released(int32_t c, WakeList& wakes) {
+    // Fence: the CPU's new state is counted (unheld_cpus, wakeable_cpus in
+    // set_state) before offer() reads the ready counters (Dekker with the
+    // submitter's kick()). Work queued before that skipped its kick: it is
+    // seen here.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return offer(c, wakes);
+}
+
+bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) != CpuState::Lent || cpu.owner_thread.load(rlx) != thread) return false;
+    ThreadSlot& th = s_.threads[thread];
+    cpu.stint_proc = th.proc;
+    cpu.stint_start_ns = now_ns();
+    th.state.store(ThreadState::Running, rlx);
+    set_state(c, CpuState::Running);
+    return true;
+}
+
+KeepWord SharedScheduler::begin_keep(int32_t t) {
+    std::atomic<uint32_t>& serial = s_.threads[t].serial;
+    // Only the thread writes the word outside a period, so the load is its
+    // own last store. Release: a monitor that sees the new period sees the
+    // thread's CPU state as of now.
+    const KeepWord word = KeepWord(serial.load(rlx)).next_outside();
+    serial.store(word.bits(), std::memory_order_release);
+    return word;
+}
+
+bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
+    std::atomic<uint32_t>& serial = s_.threads[t].serial;
+    uint32_t expected = word.bits();
+    const KeepWord inside = word.in(KeepWord::Mode::Inside);
+    // Against take_kept()'s compare-exchange on the same word: exactly one
+    // of us wins the period.
+    if (serial.compare_exchange_strong(expected, inside.bits(), std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+        return true;
+    serial.store(inside.bits(), rlx); // the taker is done with it
+    return false;
+}
+
+int32_t SharedScheduler::keeping_holder(int32_t c, KeepWord& word) const {
+    const CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) != CpuState::Running) return kNone;
+    const int32_t t = cpu.owner_thread.load(rlx);
+    if (t == kNone) return kNone;
+    word = KeepWord(s_.threads[t].serial.load(std::memory_order_acquire));
+    return word.mode() == KeepWord::Mode::Outside ? t : kNone;
+}
+
+bool SharedScheduler::take_kept(int32_t c, int32_t t, KeepWord word, WakeList& wakes) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) != CpuState::Running || cpu.owner_thread.load(rlx) != t) return false;
+    ThreadSlot& th = s_.threads[t];
+    // The thread ends its period with a compare-exchange Outside -> Inside
+    // on the same word: exactly one of the two succeeds. If we do, it waits
+    // for a CPU at its coexec_block_exit(), which takes this lock after us.
+    uint32_t expected = word.bits();
+    if (!th.serial.compare_exchange_strong(expected, word.in(KeepWord::Mode::Taken).bits(),
+                                           std::memory_order_acq_rel, std::memory_order_relaxed))
+        return false;
+    th.state.store(ThreadState::Blocked, rlx);
+    release(c, wakes);
+    return true;
+}
+
+int32_t SharedScheduler::take_grant(int32_t t) {
+    // Acquire pairs with the granter's release store of `grant`.
+    return s_.threads[t].grant.exchange(kNone, std::memory_order_acquire);
+}
+
+void SharedScheduler::forget_binding(int32_t t) {
+    s_.threads[t].bound_cpu.store(kNone, rlx);
+}
+
+int32_t SharedScheduler::bound_cpu(int32_t t) const {
+    return s_.threads[t].bound_cpu.load(rlx);
+}
+
+bool SharedScheduler::holds(int32_t t, int32_t c) const {
+    const CpuSlot& cpu = s_.cpus[c];
+    return c != kNone && cpu.owner_thread.load(rlx) == t &&
+           cpu.state.load(rlx) == CpuState::Running;
+}
+
+void SharedScheduler::start_turn(int32_t c, int32_t proc, uint64_t now) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.turn_proc.load(rlx) == proc) return;
+    cpu.turn_proc.store(proc, rlx);
+    cpu.turn_start_ns.store(now, rlx);
+}
+
+void SharedScheduler::set_free(int32_t c) {
+    CpuSlot& cpu = s_.cpus[c];
+    if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
+    cpu.owner_proc.store(kNone, rlx);
+    cpu.owner_thread.store(kNone, rlx);
+    cpu.since_ns.store(now_ns(), rlx);
+    set_state(c, CpuState::Free);
+}
+
+void SharedScheduler::evict_holder(int32_t c) {
+    CpuSlot& cpu = s_.cpus[c];
+    int32_t t = cpu.owner_thread.load(rlx);
+    if (t == kNone) return;
+    if (cpu.state.load(rlx) == CpuState::Lent) {
+        // The lender is not waiting: it learns it at reclaim_lent(). Until
+        // then it runs on any managed CPU rather than share this one.
+        unbind_thread(t);
+        s_.threads[t].state.store(ThreadState::Blocked, rlx);
+        cpu.owner_thread.store(kNone, rlx);
+        cpu.owner_proc.store(kNone, rlx);
+        return;
+    }
+    // The holder spins on its word or sleeps on it. As a pool thread it just
+    // waits for a grant, so a sleeping holder need not be woken; a spinning
+    // one sees the word change and goes to sleep.
+    pool_push(t);
+    s_.threads[t].word.fetch_add(1, std::memory_order_release);
+    cpu.owner_thread.store(kNone, rlx);
+    cpu.owner_proc.store(kNone, rlx);
+}
+
+uint64_t SharedScheduler::cpu_time_ns(int32_t proc, uint64_t now) const {
+    uint64_t total = s_.procs[proc].cpu_time_ns.load(rlx);
+    for (int c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        if (cpu.stint_proc == proc && now > cpu.stint_start_ns) total += now - cpu.stint_start_ns;
+    }
+    return total;
+}
+
+} // namespace coexec::scheduler

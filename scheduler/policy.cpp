@@ -1,0 +1,225 @@
+// The decisions: which process's work gets a CPU, and when. Round-robin
+// between processes by quantum, at scheduling points; the preemption safety
+// net for holders that never reach one. Writes go through cpu_slots.cpp and
+// the pool operations.
+#include "shared_scheduler.hpp"
+
+#include "shm/clock.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace coexec::scheduler {
+
+using namespace coexec::shm;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+} // namespace
+
+// ---- CPUs ------------------------------------------------------------
+
+bool SharedScheduler::has_work(int32_t proc, int32_t cpu) const {
+    const ProcSlot& p = s_.procs[proc];
+    if (p.ready_total.load(rlx) <= 0) return false;
+    return p.ready_any.load(rlx) > 0 || p.ready_cpu[cpu].load(rlx) > 0 ||
+           p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0;
+}
+
+template <class Stop>
+bool SharedScheduler::any_alive_unlocked(Stop stop) const {
+    const Header& h = s_.header;
+    int n = std::min<int>(h.alive_count, kMaxProcs);
+    for (int i = 0; i < n; ++i) {
+        int32_t p = h.alive[i];
+        if (p >= 0 && p < kMaxProcs && stop(p)) return true;
+    }
+    return false;
+}
+
+bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
+    // A stale alive list only delays a switch to the next scheduling point,
+    // which decide() then settles.
+    return any_alive_unlocked([&](int32_t p) { return p != self && has_work(p, cpu); });
+}
+
+int32_t SharedScheduler::spare_cpus() const {
+    // A snapshot of counters that move independently; a stale alive list or
+    // count only makes the hint less exact.
+    int64_t spare = s_.header.unheld_cpus.load(rlx);
+    any_alive_unlocked([&](int32_t p) {
+        spare -= std::max<int64_t>(0, s_.procs[p].ready_total.load(rlx));
+        return false; // every process counts
+    });
+    return int32_t(std::max<int64_t>(spare, INT32_MIN)); // ready counts are 64-bit
+}
+
+bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t now) const {
+    return cpu.turn_proc.load(rlx) != self || now - cpu.turn_start_ns.load(rlx) >= quantum_ns();
+}
+
+bool SharedScheduler::turn_over(int32_t cpu, int32_t proc, uint64_t now) const {
+    return turn_expired(s_.cpus[cpu], proc, now);
+}
+
+SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self_ready,
+                                              WakeList& wakes) {
+    CpuSlot& cpu = s_.cpus[c];
+    uint64_t now = now_ns();
+    if (!turn_expired(cpu, self, now) && (self_ready || has_work(self, c))) return Next::Own;
+    return next_turn(c, self, true, self_ready, now, wakes);
+}
+
+bool SharedScheduler::give_way(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
+    if (next_turn(c, self, false, false, now_ns(), wakes) != Next::Other) return false;
+    s_.threads[thread].state.store(ThreadState::Waiting, rlx);
+    return true;
+}
+
+SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool self_may_keep,
+                                                 bool self_ready, uint64_t now, WakeList& wakes) {
+    Header& h = s_.header;
+    CpuSlot& cpu = s_.cpus[c];
+    // Round-robin: start after the process whose turn it was.
+    int n = h.alive_count;
+    int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
+    for (int k = 1; k <= n; ++k) {
+        int32_t p = h.alive[(start + k) % n];
+        if (!(p == self && self_ready) && !has_work(p, c)) continue;
+        if (p == self) {
+            if (!self_may_keep) continue;
+            cpu.turn_proc.store(self, rlx);
+            cpu.turn_start_ns.store(now, rlx);
+            return Next::Own;
+        }
+        if (grant_to_pool(c, p, wakes) == kNone) continue;
+        return Next::Other;
+    }
+    return Next::None;
+}
+
+int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now) {
+    const uint64_t after = s_.header.config.preempt_after_ns;
+    CpuSlot& cpu = s_.cpus[c];
+    if (after == 0 || cpu.state.load(rlx) != CpuState::Running) return kNone;
+    int32_t owner = cpu.owner_proc.load(rlx);
+    int32_t thread = cpu.owner_thread.load(rlx);
+    if (owner == kNone || owner == waiter || thread == kNone || !has_work(waiter, c)) return kNone;
+    if (!s_.procs[owner].preemptible.load(rlx)) return kNone;
+    // The owner's process has had the CPU since its turn began (or, if the
+    // turn is someone else's, since its thread took the CPU).
+    uint64_t since =
+        cpu.turn_proc.load(rlx) == owner ? cpu.turn_start_ns.load(rlx) : cpu.since_ns.load(rlx);
+    if (now < since || now - since < quantum_ns() + after) return kNone;
+    // One request per period, whoever asks: the holder needs a moment to
+    // reach its handler, and repeated signals would only interrupt it again.
+    uint64_t asked = cpu.preempt_asked_ns.load(rlx);
+    if (now - asked < after) return kNone;
+    if (!cpu.preempt_asked_ns.compare_exchange_strong(asked, now, rlx)) return kNone;
+    return thread;
+}
+
+int32_t SharedScheduler::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {
+    int32_t t = pool_pop(proc);
+    if (t == kNone) return kNone;
+    start_turn(c, proc, now_ns());
+    grant(c, t, wakes);
+    return t;
+}
+
+int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
+    int32_t own_holder = kNone, free_cpu = kNone, foreign_holder = kNone, lent_cpu = kNone;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        CpuSlot& cpu = s_.cpus[c];
+        CpuState st = cpu.state.load(rlx);
+        if (st == CpuState::Running || !where.allows(cpu, c)) continue;
+        const bool preferred = where.prefers(c);
+        if (st == CpuState::Free) {
+            if (free_cpu == kNone || preferred) free_cpu = c;
+        } else if (st == CpuState::Lent) {
+            // Last choice: its lender may come back for it any moment.
+            if (lent_cpu == kNone || preferred) lent_cpu = c;
+        } else if (cpu.owner_proc.load(rlx) == proc) {
+            if (own_holder == kNone || preferred) own_holder = c;
+        } else if (foreign_holder == kNone || preferred) {
+            foreign_holder = c;
+        }
+    }
+    if (own_holder != kNone) {
+        // Our own idle worker takes the work: one wake, no new thread.
+        grant(own_holder, s_.cpus[own_holder].owner_thread.load(rlx), wakes);
+        return own_holder;
+    }
+    int32_t c = free_cpu != kNone ? free_cpu : foreign_holder != kNone ? foreign_holder : lent_cpu;
+    if (c == kNone || s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
+    evict_holder(c);
+    grant_to_pool(c, proc, wakes);
+    return c;
+}
+
+int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
+    const Header& h = s_.header;
+    CpuSlot& cpu = s_.cpus[c];
+    int n = h.alive_count;
+    int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
+    for (int k = 1; k <= n; ++k) {
+        int32_t p = h.alive[(start + k) % n];
+        if (!has_work(p, c)) continue;
+        int32_t holder = cpu.owner_thread.load(rlx);
+        // An idle holder of p's takes p's work itself; a lender does not look.
+        if (holder != kNone && cpu.owner_proc.load(rlx) == p &&
+            cpu.state.load(rlx) != CpuState::Lent) {
+            grant(c, holder, wakes);
+            return holder;
+        }
+        if (s_.procs[p].pool_size.load(rlx) == 0) continue;
+        evict_holder(c);
+        return grant_to_pool(c, p, wakes);
+    }
+    return kNone;
+}
+
+int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where,
+                                         int32_t prefer) const {
+    auto taken = [&](int32_t c) {
+        CpuState st = s_.cpus[c].state.load(rlx);
+        return st == CpuState::Running || st == CpuState::Lent;
+    };
+    if (prefer >= 0 && prefer < cpu_count() && !taken(prefer) &&
+        where.allows(s_.cpus[prefer], prefer))
+        return prefer;
+    int32_t best = kNone;
+    int best_rank = 4;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        CpuState st = cpu.state.load(rlx);
+        if (st == CpuState::Running || !where.allows(cpu, c)) continue;
+        int rank = st == CpuState::Free               ? 0
+                   : st == CpuState::Lent             ? 3
+                   : cpu.owner_proc.load(rlx) == proc ? 1
+                                                      : 2;
+        if (where.prefers(c)) rank = -1;
+        if (rank < best_rank) {
+            best = c;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+int32_t SharedScheduler::grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes) {
+    const int32_t proc = s_.threads[thread].proc;
+    const int32_t c = find_unheld_cpu(proc, where, bound_cpu(thread));
+    if (c == kNone) return kNone;
+    evict_holder(c);
+    start_turn(c, proc, now_ns());
+    grant(c, thread, wakes);
+    return c;
+}
+
+void SharedScheduler::distribute_free(WakeList& wakes) {
+    for (int32_t c = 0; c < cpu_count(); ++c)
+        if (s_.cpus[c].state.load(rlx) == CpuState::Free) offer(c, wakes);
+}
+
+} // namespace coexec::scheduler
