@@ -19,8 +19,8 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
-RobustLock SharedScheduler::lock(WakeList& wakes) {
-    return RobustLock(s_.header.lock, [&] { repair(wakes); });
+SchedulerLock SharedScheduler::lock(WakeList& wakes, SchedulerLock::Check check) {
+    return SchedulerLock(s_, [&] { repair(wakes); }, check);
 }
 
 void SharedScheduler::format(const std::vector<CpuInfo>& cpus, const SegmentConfig& config) {

@@ -12,6 +12,7 @@
 
 #include "scheduler/keep_word.hpp"
 #include "scheduler/placement.hpp"
+#include "scheduler/scheduler_lock.hpp"
 #include "scheduler/topology.hpp"
 #include "scheduler/wake_list.hpp"
 #include "shm/layout.hpp"
@@ -35,8 +36,9 @@ class SharedScheduler {
 
     // Takes the segment lock; repairs the segment first when the previous
     // holder died. Wakes queued in `wakes` are the caller's to flush after.
-    // Debug builds check every invariant when the lock is released.
-    shm::RobustLock lock(WakeList& wakes);
+    // Debug builds check every invariant when the lock is released, unless
+    // `check` says no (a reader that reports violations itself).
+    SchedulerLock lock(WakeList& wakes, SchedulerLock::Check check = SchedulerLock::Check::Yes);
 
     // Locked, or on a segment nobody else uses yet. Lays out the CPU table
     // for `cpus`, the settings, the free list and empty process slots. For

@@ -47,7 +47,7 @@ int reset_when_unused(const Target& target, shm::SegmentMapping& mapping) {
     bool unused = false;
     int status = 0;
     {
-        shm::RobustLock guard = sched.lock(wakes);
+        auto guard = sched.lock(wakes, scheduler::SchedulerLock::Check::No);
         sched.reap_dead(wakes);
         unused = sched.empty();
         if (unused)

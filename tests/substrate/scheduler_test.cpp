@@ -18,14 +18,9 @@ class SchedulerTest : public ::testing::Test {
         SegmentOptions o;
         o.isolation = Isolation::Process;
         o.initialize = [](Segment& s) {
-            s.header.cpu_count = 2;
-            s.header.numa_count = 1;
-            s.header.config.quantum_ns = 1'000'000'000; // long: tests drive time explicitly
-            for (int c = 0; c < 2; ++c) {
-                s.cpus[c].system_id = c;
-                s.cpus[c].state.store(CpuState::Free);
-            }
-            s.header.unheld_cpus.store(2);
+            SegmentConfig config{};
+            config.quantum_ns = 1'000'000'000; // long: tests drive time explicitly
+            SharedScheduler(s).format({{0, 0, 0}, {1, 1, 0}}, config);
         };
         SegmentError e;
         map_ = SegmentMapping::open(o, e);
@@ -177,7 +172,8 @@ TEST_F(SchedulerTest, ProcessSlotsRunOutWithAnErrorNotACrash) {
     WakeList w;
     auto lock = sched_->lock(w);
     int registered = 0;
-    while (sched_->register_process(::getpid(), 1, "x") != kNone) ++registered;
+    while (sched_->register_process(::getpid(), 1, "x") != kNone)
+        ++registered;
     EXPECT_EQ(registered, kMaxProcs);
 }
 
@@ -186,7 +182,8 @@ TEST_F(SchedulerTest, ThreadSlotsRunOutWithAnErrorNotACrash) {
     WakeList w;
     auto lock = sched_->lock(w);
     int n = 0;
-    while (sched_->alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone) ++n;
+    while (sched_->alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone)
+        ++n;
     EXPECT_EQ(n, kMaxThreads - 1);
 }
 
