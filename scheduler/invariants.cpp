@@ -10,14 +10,7 @@ using namespace coexec::shm;
 
 namespace {
 
-// What Header::unheld_cpus and Header::wakeable_cpus count. Keep these in
-// step with SharedScheduler::set_state (shared_scheduler.cpp).
-bool counts_as_unheld(CpuState st) {
-    return st != CpuState::Running;
-}
-bool counts_as_wakeable(CpuState st) {
-    return st == CpuState::Free || st == CpuState::Sleeping || st == CpuState::Lent;
-}
+// How shm::is_unheld and shm::is_wakeable read in a message.
 constexpr const char* kUnheldMeaning = "not Running";
 constexpr const char* kWakeableMeaning = "Free, Sleeping or Lent";
 
@@ -151,6 +144,8 @@ struct Bounds {
     int32_t cpus = 0;
     int32_t numa = 0; // 0: unknown, skip NUMA checks
     int32_t alive = 0;
+    int32_t procs = 0;   // process slots ever used (Header::procs_used)
+    int32_t threads = 0; // thread slots ever used (Header::threads_used)
 };
 
 Bounds check_header(const Header& h, Report& r) {
@@ -184,6 +179,16 @@ Bounds check_header(const Header& h, Report& r) {
         r.add("header: alive_count ", b.alive, " is not in 0..", kMaxProcs);
         b.alive = b.alive < 0 ? 0 : kMaxProcs;
     }
+    b.procs = h.procs_used;
+    if (b.procs < 0 || b.procs > kMaxProcs) {
+        r.add("header: procs_used ", b.procs, " is not in 0..", kMaxProcs);
+        b.procs = b.procs < 0 ? 0 : kMaxProcs;
+    }
+    b.threads = h.threads_used;
+    if (b.threads < 0 || b.threads > kMaxThreads) {
+        r.add("header: threads_used ", b.threads, " is not in 0..", kMaxThreads);
+        b.threads = b.threads < 0 ? 0 : kMaxThreads;
+    }
     return b;
 }
 
@@ -191,8 +196,8 @@ Bounds check_header(const Header& h, Report& r) {
 void check_procs(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
     for (int32_t i = 0; i < b.alive; ++i) {
         int32_t p = s.header.alive[i];
-        if (!in_range(p, kMaxProcs)) {
-            r.add("alive list: entry ", i, " is ", p, ", not a process slot");
+        if (!in_range(p, b.procs)) {
+            r.add("alive list: entry ", i, " is ", p, ", not a used process slot");
             continue;
         }
         if (k.on_alive_list[size_t(p)]) {
@@ -204,7 +209,7 @@ void check_procs(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
             r.add("alive list: process slot ", p, " is listed but not Alive (state ", uint32_t(st),
                   ")");
     }
-    for (int32_t p = 0; p < kMaxProcs; ++p) {
+    for (int32_t p = 0; p < b.procs; ++p) {
         ProcState st = s.procs[p].state.load(rlx);
         if (!valid(st))
             r.add("process slot ", p, " has invalid state ", uint32_t(st));
@@ -213,8 +218,8 @@ void check_procs(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
     }
 }
 
-bool proc_alive(const Segment& s, int32_t p) {
-    return in_range(p, kMaxProcs) && s.procs[p].state.load(rlx) == ProcState::Alive;
+bool proc_alive(const Segment& s, const Bounds& b, int32_t p) {
+    return in_range(p, b.procs) && s.procs[p].state.load(rlx) == ProcState::Alive;
 }
 
 // Each CPU's state, owner and indices; counts the CPUs each thread holds.
@@ -225,8 +230,8 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
         const CpuState st = cpu.state.load(rlx);
         const int32_t proc = cpu.owner_proc.load(rlx);
         const int32_t thread = cpu.owner_thread.load(rlx);
-        unheld += counts_as_unheld(st);
-        wakeable += counts_as_wakeable(st);
+        unheld += is_unheld(st);
+        wakeable += is_wakeable(st);
         if (!valid(st)) r.add("CPU ", c, " has invalid state ", uint32_t(st));
         if (b.numa > 0 && !in_range(cpu.numa, b.numa))
             r.add("CPU ", c, " is on NUMA node ", cpu.numa, ", not in 0..", b.numa - 1);
@@ -243,12 +248,12 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
         }
         if (!held(st)) continue;
         const std::string what = "CPU " + std::to_string(c) + " (" + cpu_state_name(st) + ")";
-        if (!in_range(proc, kMaxProcs))
-            r.add(what, " has owner_proc ", proc, ", not a process slot");
-        else if (!proc_alive(s, proc))
+        if (!in_range(proc, b.procs))
+            r.add(what, " has owner_proc ", proc, ", not a used process slot");
+        else if (!proc_alive(s, b, proc))
             r.add(what, " is held by process slot ", proc, ", which is not Alive");
-        if (!in_range(thread, kMaxThreads)) {
-            r.add(what, " has owner_thread ", thread, ", not a thread slot");
+        if (!in_range(thread, b.threads)) {
+            r.add(what, " has owner_thread ", thread, ", not a used thread slot");
             continue;
         }
         if (k.cpus_held[size_t(thread)] < UINT8_MAX) ++k.cpus_held[size_t(thread)];
@@ -273,11 +278,11 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
 // returns its length. Stops at the first bad link: out of range, or a slot
 // already tagged (a cycle, or a slot on two lists), so at most kMaxThreads
 // steps are taken over all walks together.
-int32_t walk(const Segment& s, int32_t head, uint16_t tag, Scratch& k, Report& r) {
+int32_t walk(const Segment& s, const Bounds& b, int32_t head, uint16_t tag, Scratch& k, Report& r) {
     int32_t length = 0;
     for (int32_t t = head; t != kNone; t = s.threads[t].next) {
-        if (!in_range(t, kMaxThreads)) {
-            r.add(list_name(tag), " links to ", t, ", not a thread slot");
+        if (!in_range(t, b.threads)) {
+            r.add(list_name(tag), " links to ", t, ", not a used thread slot");
             break;
         }
         uint16_t& seen = k.list[size_t(t)];
@@ -311,11 +316,11 @@ int32_t walk(const Segment& s, int32_t head, uint16_t tag, Scratch& k, Report& r
 
 // The free list and every pool list: well formed, acyclic, disjoint, and
 // pool_size in step.
-void check_lists(const Segment& s, Scratch& k, Report& r) {
-    walk(s, s.header.thread_free_head, kOnFreeList, k, r);
-    for (int32_t p = 0; p < kMaxProcs; ++p) {
+void check_lists(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
+    walk(s, b, s.header.thread_free_head, kOnFreeList, k, r);
+    for (int32_t p = 0; p < b.procs; ++p) {
         const ProcSlot& proc = s.procs[p];
-        const int32_t length = walk(s, proc.pool_head, uint16_t(kOnPoolBase + p), k, r);
+        const int32_t length = walk(s, b, proc.pool_head, uint16_t(kOnPoolBase + p), k, r);
         if (int32_t size = proc.pool_size.load(rlx); size != length)
             r.add("process slot ", p, " has pool_size ", size, " but its pool list holds ", length,
                   " threads");
@@ -324,7 +329,7 @@ void check_lists(const Segment& s, Scratch& k, Report& r) {
 
 // Every thread slot: its state, process, list membership, grant and CPUs.
 void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
-    for (int32_t t = 0; t < kMaxThreads; ++t) {
+    for (int32_t t = 0; t < b.threads; ++t) {
         const ThreadSlot& th = s.threads[t];
         const ThreadState st = th.state.load(rlx);
         const uint16_t list = k.list[size_t(t)];
@@ -341,13 +346,13 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
                 r.add("thread slot ", t, " is Unused but not on the free list");
             continue;
         }
-        if (!in_range(th.proc, kMaxProcs)) {
+        if (!in_range(th.proc, b.procs)) {
             r.add("thread slot ", t, " (", thread_state_name(st), ") has proc ", th.proc,
-                  ", not a process slot");
+                  ", not a used process slot");
             continue;
         }
         ++k.threads_in_use[size_t(th.proc)];
-        if (!proc_alive(s, th.proc))
+        if (!proc_alive(s, b, th.proc))
             r.add("thread slot ", t, " (", thread_state_name(st), ") belongs to process slot ",
                   th.proc, ", which is not Alive");
         if (st == ThreadState::Pool && list != kOnPoolBase + th.proc)
@@ -363,7 +368,7 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
             r.add("thread slot ", t, " holds ", n, " CPUs (", which, ")");
         }
     }
-    for (int32_t p = 0; p < kMaxProcs; ++p)
+    for (int32_t p = 0; p < b.procs; ++p)
         if (int32_t n = s.procs[p].threads.load(rlx); n != k.threads_in_use[size_t(p)])
             r.add("process slot ", p, " counts ", n, " threads but ", k.threads_in_use[size_t(p)],
                   " thread slots in use belong to it");
@@ -377,7 +382,7 @@ std::vector<std::string> check_invariants(const Segment& segment) {
     const Bounds bounds = check_header(segment.header, report);
     check_procs(segment, bounds, scratch, report);
     check_cpus(segment, bounds, scratch, report);
-    check_lists(segment, scratch, report);
+    check_lists(segment, bounds, scratch, report);
     check_threads(segment, bounds, scratch, report);
     return std::move(report).finish();
 }

@@ -14,7 +14,9 @@ namespace coexec::scheduler {
 // the segment is sound). The caller holds the segment lock, or nobody else uses
 // the segment. Safe on arbitrary bytes: every index is bounds-checked before
 // use and every list walk is bounded and detects cycles, so garbage yields
-// violations, never a crash, an out-of-bounds read or a hang. At most 64
+// violations, never a crash, an out-of-bounds read or a hang. Slots above
+// the high-water marks (Header::threads_used, procs_used) are never read:
+// nothing may refer to them. At most 64
 // sentences are returned, then one "... and N more violations". On a sound
 // segment it allocates nothing (its scratch space, about 26 KiB, is on the
 // stack) and reads each slot once: it is meant to run after every locked

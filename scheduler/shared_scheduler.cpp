@@ -20,7 +20,8 @@ constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
 SchedulerLock SharedScheduler::lock(WakeList& wakes, SchedulerLock::Check check) {
-    return SchedulerLock(s_, [&] { repair(wakes); }, check);
+    return SchedulerLock(
+        s_, [&] { repair(wakes); }, check);
 }
 
 void SharedScheduler::format(const std::vector<CpuInfo>& cpus, const SegmentConfig& config) {
@@ -63,13 +64,14 @@ void SharedScheduler::format(const std::vector<CpuInfo>& cpus, const SegmentConf
         p.pool_head = kNone;
         p.pool_size.store(0, rlx);
     }
-    h.thread_free_head = 0;
-    for (int32_t t = 0; t < kMaxThreads; ++t) {
-        ThreadSlot& th = s_.threads[t];
+    h.procs_used = 0;
+    h.threads_used = 0;
+    h.thread_free_head = kNone;
+    for (ThreadSlot& th : s_.threads) {
         th.state.store(ThreadState::Unused, rlx);
         th.grant.store(kNone, rlx);
         th.proc = kNone;
-        th.next = t + 1 < kMaxThreads ? t + 1 : kNone;
+        th.next = kNone;
     }
 }
 
@@ -79,7 +81,8 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
     Header& h = s_.header;
     for (int32_t p = 0; p < kMaxProcs; ++p) {
         ProcSlot& slot = s_.procs[p];
-        if (slot.state.load(rlx) != ProcState::Unused) continue;
+        if (p < h.procs_used && slot.state.load(rlx) != ProcState::Unused) continue;
+        if (p == h.procs_used) ++h.procs_used;
         slot.pid = pid;
         slot.start_time = start_time;
         std::memset(slot.name, 0, sizeof slot.name);
@@ -146,7 +149,7 @@ void SharedScheduler::release_cpus_of(int32_t proc) {
 }
 
 void SharedScheduler::free_threads_of(int32_t proc) {
-    for (int32_t t = 0; t < kMaxThreads; ++t)
+    for (int32_t t = 0; t < s_.header.threads_used; ++t)
         if (s_.threads[t].proc == proc && s_.threads[t].state.load(rlx) != ThreadState::Unused)
             free_slot(t);
     s_.procs[proc].pool_head = kNone;
@@ -160,15 +163,15 @@ void SharedScheduler::repair(WakeList& wakes) {
     Header& h = s_.header;
     h.recoveries.fetch_add(1, rlx);
     h.alive_count = 0;
-    for (int32_t p = 0; p < kMaxProcs; ++p)
-        if (s_.procs[p].state.load(rlx) == ProcState::Alive) h.alive[h.alive_count++] = p;
-    h.thread_free_head = kNone;
-    for (auto& p : s_.procs) {
-        p.pool_head = kNone;
-        p.pool_size.store(0, rlx);
-        p.threads.store(0, rlx);
+    for (int32_t p = 0; p < h.procs_used; ++p) {
+        ProcSlot& slot = s_.procs[p];
+        if (slot.state.load(rlx) == ProcState::Alive) h.alive[h.alive_count++] = p;
+        slot.pool_head = kNone;
+        slot.pool_size.store(0, rlx);
+        slot.threads.store(0, rlx);
     }
-    for (int32_t t = kMaxThreads - 1; t >= 0; --t) {
+    h.thread_free_head = kNone;
+    for (int32_t t = h.threads_used - 1; t >= 0; --t) {
         ThreadSlot& th = s_.threads[t];
         ThreadState st = th.state.load(rlx);
         if (st == ThreadState::Unused) {
@@ -198,9 +201,13 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
                                       bool keeps_affinity) {
     Header& h = s_.header;
     int32_t t = h.thread_free_head;
-    if (t == kNone) return kNone;
+    if (t != kNone)
+        h.thread_free_head = s_.threads[t].next;
+    else if (h.threads_used < kMaxThreads)
+        t = h.threads_used++;
+    else
+        return kNone;
     ThreadSlot& th = s_.threads[t];
-    h.thread_free_head = th.next;
     th.next = kNone;
     th.proc = proc;
     th.tid = tid;

@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 5;
+inline constexpr uint32_t kAbiVersion = 6;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -152,8 +152,12 @@ struct alignas(64) Header {
     SegmentConfig config;
     pthread_mutex_t lock; // process-shared, robust
     uint64_t created_ns;
-    // Under the lock.
-    int32_t thread_free_head;
+    // Under the lock. Slots at or above a high-water mark were never used
+    // since formatting: they are free without being listed, and nothing
+    // refers to them, so scans stop at the marks.
+    int32_t threads_used;     // thread slots [0, threads_used) were used
+    int32_t procs_used;       // process slots [0, procs_used) were used
+    int32_t thread_free_head; // freed thread slots below threads_used
     int32_t alive_count;
     int32_t alive[kMaxProcs]; // dense list of Alive process slots
     // Lock-free hints, written under the lock by SharedScheduler::set_state
