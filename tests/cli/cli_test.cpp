@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <pthread.h>
 #include <set>
 #include <sys/mman.h>
 #include <thread>
@@ -251,6 +253,30 @@ TEST_F(CliTest, CheckFindsALiveSegmentSound) {
     EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
 }
 
+// Whether `pid` is stopped (state T in /proc/<pid>/stat).
+bool process_stopped(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')'); // the name may hold spaces and parentheses
+    return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T';
+}
+
+// Stops `pid` with SIGSTOP at a moment it does not hold `lock`.
+void stop_outside_lock(pid_t pid, pthread_mutex_t& lock) {
+    for (;;) {
+        ::kill(pid, SIGSTOP);
+        for (int i = 0; i < 1000 && !process_stopped(pid); ++i)
+            std::this_thread::sleep_for(1ms);
+        ASSERT_TRUE(process_stopped(pid));
+        if (pthread_mutex_trylock(&lock) == 0) {
+            pthread_mutex_unlock(&lock);
+            return;
+        }
+        ::kill(pid, SIGCONT); // stopped inside: let it leave, try again
+        std::this_thread::sleep_for(1ms);
+    }
+}
+
 TEST_F(CliTest, CheckReportsACorruptedCounter) {
     auto worker = start_worker();
     wait_registered(worker->pid());
@@ -262,10 +288,14 @@ TEST_F(CliTest, CheckReportsACorruptedCounter) {
     ASSERT_TRUE(mapping) << error.message;
     ASSERT_EQ(mapping->header.alive_count, 1);
     const int32_t p = mapping->header.alive[0];
-    // An atomic add: the worker's own updates of the count are not lost.
+    // The worker is stopped outside the segment lock while its count is
+    // wrong: a debug build checks the invariants at each unlock, and would
+    // stop at the corruption this test plants.
+    stop_outside_lock(worker->pid(), mapping->header.lock);
     mapping->procs[p].threads.fetch_add(1000);
     Outcome o = cli({"check"});
     mapping->procs[p].threads.fetch_sub(1000);
+    ::kill(worker->pid(), SIGCONT);
     EXPECT_EQ(o.status, 1) << o.out << o.err;
     EXPECT_EQ(o.out.find("coexec check: segment " + shm_path() + " violates its invariants:\n"), 0u)
         << o.out;

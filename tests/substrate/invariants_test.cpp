@@ -232,8 +232,8 @@ TEST_F(InvariantsTest, HeldCpuWithOutOfRangeOwner) {
     populate();
     seg().cpus[1].owner_thread.store(kMaxThreads);
     seg().cpus[0].owner_proc.store(-7);
-    EXPECT_REPORTS(seg(), "CPU 1 (Idle) has owner_thread 8192, not a thread slot");
-    EXPECT_REPORTS(seg(), "CPU 0 (Running) has owner_proc -7, not a process slot");
+    EXPECT_REPORTS(seg(), "CPU 1 (Idle) has owner_thread 8192, not a used thread slot");
+    EXPECT_REPORTS(seg(), "CPU 0 (Running) has owner_proc -7, not a used process slot");
 }
 
 TEST_F(InvariantsTest, FreeCpuWithAnOwner) {
@@ -262,8 +262,12 @@ TEST_F(InvariantsTest, CycleInAPoolList) {
 }
 
 TEST_F(InvariantsTest, CycleInTheFreeList) {
+    populate();
+    const int32_t c = add_process(1);
+    for (int32_t p : {a_, b_, c}) // three freed slots: head -> second -> third
+        sched_->release_thread(sched_->take_pool_thread(p), wakes_);
     const int32_t head = seg().header.thread_free_head;
-    seg().threads[head + 5].next = head;
+    seg().threads[seg().threads[head].next].next = head; // the third is cut off
     EXPECT_REPORTS(seg(), "the free list has a cycle: it comes back to thread slot " +
                               std::to_string(head));
     EXPECT_REPORTS(seg(), "is Unused but not on the free list");
@@ -291,12 +295,22 @@ TEST_F(InvariantsTest, UsedSlotOnTheFreeList) {
 }
 
 TEST_F(InvariantsTest, FreeListLinkOutOfRange) {
-    seg().threads[seg().header.thread_free_head].next = 100000;
-    EXPECT_REPORTS(seg(), "the free list links to 100000, not a thread slot");
+    seg().header.thread_free_head = 100000;
+    EXPECT_REPORTS(seg(), "the free list links to 100000, not a used thread slot");
+}
+
+TEST_F(InvariantsTest, ReferenceAboveTheHighWaterMark) {
+    populate();
+    // A slot never handed out since formatting may not be referenced.
+    const int32_t unused = seg().header.threads_used;
+    seg().procs[a_].pool_head = unused;
+    EXPECT_REPORTS(seg(), "the pool list of process slot " + std::to_string(a_) + " links to " +
+                              std::to_string(unused) + ", not a used thread slot");
 }
 
 TEST_F(InvariantsTest, FreedSlotOffTheFreeList) {
     populate();
+    sched_->release_thread(sched_->take_pool_thread(a_), wakes_);
     const int32_t lost = seg().header.thread_free_head;
     seg().header.thread_free_head = seg().threads[lost].next;
     EXPECT_REPORTS(seg(),
@@ -365,13 +379,16 @@ TEST_F(InvariantsTest, AliveListEntriesBadOrTwice) {
     seg().header.alive[1] = a_;
     EXPECT_REPORTS(seg(), "alive list: process slot " + std::to_string(a_) + " is listed twice");
     seg().header.alive[1] = kMaxProcs;
-    EXPECT_REPORTS(seg(), "alive list: entry 1 is 512, not a process slot");
+    EXPECT_REPORTS(seg(), "alive list: entry 1 is 512, not a used process slot");
 }
 
 TEST_F(InvariantsTest, ThreadOfADeadProcess) {
     populate();
-    seg().threads[seg().procs[b_].pool_head].proc = 77;
-    EXPECT_REPORTS(seg(), "(Pool) belongs to process slot 77, which is not Alive");
+    const int32_t gone = add_process(0);
+    sched_->unregister_process(gone, wakes_);
+    seg().threads[seg().procs[b_].pool_head].proc = gone;
+    EXPECT_REPORTS(seg(), "(Pool) belongs to process slot " + std::to_string(gone) +
+                              ", which is not Alive");
 }
 
 TEST_F(InvariantsTest, BadIndicesAndStates) {
@@ -387,11 +404,12 @@ TEST_F(InvariantsTest, BadIndicesAndStates) {
     EXPECT_REPORTS(seg(), "has grant 2, neither kNone nor a CPU");
     EXPECT_REPORTS(seg(), "has bound_cpu -2, neither kNone nor a CPU");
     seg().cpus[1].state.store(CpuState(9));
-    seg().threads[5000].state.store(ThreadState(77));
-    seg().procs[300].state.store(ProcState(3));
+    const int32_t pooled = seg().procs[b_].pool_head;
+    seg().threads[pooled].state.store(ThreadState(77));
+    seg().procs[b_].state.store(ProcState(3));
     EXPECT_REPORTS(seg(), "CPU 1 has invalid state 9");
-    EXPECT_REPORTS(seg(), "thread slot 5000 has invalid state 77");
-    EXPECT_REPORTS(seg(), "process slot 300 has invalid state 3");
+    EXPECT_REPORTS(seg(), "thread slot " + std::to_string(pooled) + " has invalid state 77");
+    EXPECT_REPORTS(seg(), "process slot " + std::to_string(b_) + " has invalid state 3");
 }
 
 TEST_F(InvariantsTest, BadHeader) {
@@ -413,8 +431,8 @@ TEST_F(InvariantsTest, BadHeader) {
 }
 
 TEST_F(InvariantsTest, ManyViolationsAreCapped) {
-    // Every thread slot off the free list: 8192 violations.
-    seg().header.thread_free_head = kNone;
+    // Every thread slot counted as used but none listed: 8192 violations.
+    seg().header.threads_used = kMaxThreads;
     auto found = check_invariants(seg());
     ASSERT_EQ(found.size(), 65u) << joined(found);
     EXPECT_EQ(found.back(), "... and " + std::to_string(kMaxThreads - 64) + " more violations");
