@@ -1,0 +1,388 @@
+// coexec-bench-many-procs: N processes join one instance at the same moment,
+// each runs one empty task and leaves. Prints, per repeat, the wall time and
+// how many processes finished, got an error (and which), or hung; then the
+// median and min-max over the repeats, and where the time of the last
+// repeat went (process wake-up, nosv_init, first grant, shutdown).
+//
+// Each child: blocks on a pipe until the parent closes it (all are released
+// at once), nosv_init, nosv_create of a type whose completed callback
+// signals the main thread, nosv_submit, waits for that signal,
+// nosv_shutdown. A per-child watchdog (alarm) kills a child that takes
+// longer than --timeout: that child counts as hung.
+#include "nosv_util.hpp"
+#include "stats.hpp"
+
+#include "shm/segment.hpp"
+
+#include <CLI/CLI.hpp>
+#include <coexec/ext.h>
+#include <nosv.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <string>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using coexec::bench::now_ns;
+
+// How far a child got; the last stage reached tells where a hung one waits
+// (kStageNames: what a child that reached the stage is doing next).
+enum Stage : int {
+    kForked = 0,
+    kReleased,
+    kInitDone,
+    kSubmitted,
+    kRan,
+    kCompleted,
+    kShutdownDone,
+    kStageCount,
+};
+constexpr const char* kStageNames[kStageCount] = {
+    "before release",   "in nosv_init", "creating/submitting", "waiting for a CPU", "running",
+    "in nosv_shutdown", "exiting"};
+
+// One child's record, written only by that child, read by the parent once
+// the child is reaped (waitpid orders the writes before the read).
+struct ChildRecord {
+    int stage = kForked;
+    int error_rc = 0;     // the first nosv error code, or 0
+    char error_call[24];  // which call returned it
+    char error_text[160]; // nosv_get_error_string, plus coexec_last_error()
+    uint64_t t_released = 0, t_init = 0, t_ran = 0, t_completed = 0, t_shutdown = 0;
+};
+
+struct Options {
+    int procs = 512;
+    int timeout_s = 30;
+    int repeats = 1;
+    bool verbose = false;
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    CLI::App app{"N processes start at once on one coexec instance; each runs nosv_init, one "
+                 "empty task (waiting for its completed callback) and nosv_shutdown. Prints the "
+                 "wall time and how many finished, failed (with the error) or hung.",
+                 "coexec-bench-many-procs"};
+    app.add_option("-n,--procs", o.procs, "Processes started at once")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    app.add_option("--timeout", o.timeout_s, "Seconds before a child counts as hung (watchdog)")
+        ->check(CLI::Range(1, 3600))
+        ->capture_default_str();
+    app.add_option("-r,--repeats", o.repeats, "Measured repeats")
+        ->check(CLI::Range(1, 100))
+        ->capture_default_str();
+    app.add_flag("-v,--verbose", o.verbose, "Keep the children's stderr (coexec's messages)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int rc = app.exit(e);
+        std::exit(rc == 0 ? 0 : 2);
+    }
+    return o;
+}
+
+// ---- the child ---------------------------------------------------------
+
+ChildRecord* g_record = nullptr;
+std::atomic<uint32_t> g_completed{0};
+
+void record_error(const char* call, int rc) {
+    g_record->error_rc = rc;
+    std::snprintf(g_record->error_call, sizeof g_record->error_call, "%s", call);
+    const char* why = coexec_last_error();
+    std::snprintf(g_record->error_text, sizeof g_record->error_text, "%s%s%s",
+                  nosv_get_error_string(rc), why && *why ? ": " : "", why ? why : "");
+}
+
+void on_run(nosv_task_t) {
+    g_record->t_ran = now_ns();
+    g_record->stage = kRan;
+}
+
+void on_completed(nosv_task_t) {
+    g_record->t_completed = now_ns();
+    g_record->stage = kCompleted;
+    // Release: the main thread sees the record written above.
+    g_completed.store(1, std::memory_order_release);
+    g_completed.notify_one();
+}
+
+int child_main(ChildRecord& rec, int go_fd, int ready_fd, int timeout_s) {
+    g_record = &rec;
+    char byte = 0;
+    (void)!::write(ready_fd, &byte, 1);
+    ::close(ready_fd);
+    while (::read(go_fd, &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(go_fd);
+    ::alarm(unsigned(timeout_s)); // the watchdog: SIGALRM ends a hung child
+    rec.t_released = now_ns();
+    rec.stage = kReleased;
+    if (int rc = nosv_init(); rc != NOSV_SUCCESS) {
+        record_error("nosv_init", rc);
+        return 2;
+    }
+    rec.t_init = now_ns();
+    rec.stage = kInitDone;
+    nosv_task_type_t type = nullptr;
+    nosv_task_t task = nullptr;
+    int rc = nosv_type_init(&type, on_run, nullptr, on_completed, "many-procs", nullptr, nullptr,
+                            NOSV_TYPE_INIT_NONE);
+    if (rc != NOSV_SUCCESS) {
+        record_error("nosv_type_init", rc);
+        return 2;
+    }
+    if ((rc = nosv_create(&task, type, 0, NOSV_CREATE_NONE)) != NOSV_SUCCESS) {
+        record_error("nosv_create", rc);
+        return 2;
+    }
+    rec.stage = kSubmitted;
+    if ((rc = nosv_submit(task, NOSV_SUBMIT_NONE)) != NOSV_SUCCESS) {
+        record_error("nosv_submit", rc);
+        return 2;
+    }
+    while (g_completed.load(std::memory_order_acquire) == 0)
+        g_completed.wait(0, std::memory_order_acquire);
+    nosv_destroy(task, NOSV_DESTROY_NONE);
+    nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE);
+    if ((rc = nosv_shutdown()) != NOSV_SUCCESS) {
+        record_error("nosv_shutdown", rc);
+        return 2;
+    }
+    rec.t_shutdown = now_ns();
+    rec.stage = kShutdownDone;
+    return 0;
+}
+
+// ---- the parent --------------------------------------------------------
+
+struct RepeatResult {
+    double wall_s = 0;
+    int finished = 0, errors = 0, hung = 0, crashed = 0;
+    std::map<std::string, int> error_kinds; // "call: text" -> count
+    std::map<std::string, int> hung_at;     // stage -> count
+    bool segment_left = false;              // the segment was still in /dev/shm
+    uint64_t fork_ns = 0;                   // forking every child, until all were ready
+    uint64_t release_ns = 0;
+    std::vector<ChildRecord> records;
+};
+
+class SharedRecords {
+  public:
+    explicit SharedRecords(int n) : bytes_(sizeof(ChildRecord) * size_t(n)) {
+        void* p =
+            ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) coexec::bench::fail("mmap: " + std::string(std::strerror(errno)));
+        rec_ = static_cast<ChildRecord*>(p);
+        for (int i = 0; i < n; ++i)
+            new (rec_ + i) ChildRecord{};
+    }
+    ~SharedRecords() { ::munmap(rec_, bytes_); }
+    SharedRecords(const SharedRecords&) = delete;
+    SharedRecords& operator=(const SharedRecords&) = delete;
+    ChildRecord& operator[](int i) { return rec_[i]; }
+
+  private:
+    size_t bytes_;
+    ChildRecord* rec_;
+};
+
+coexec::shm::SegmentOptions segment_options(const std::string& name) {
+    coexec::shm::SegmentOptions o;
+    o.name = name;
+    o.create = false;
+    return o;
+}
+
+// Removes the segment if it is still there; true if it was.
+bool remove_segment(const std::string& name) {
+    const std::string path = "/dev/shm" + coexec::shm::segment_shm_name(segment_options(name));
+    if (::access(path.c_str(), F_OK) != 0) return false;
+    std::string message;
+    if (!coexec::shm::SegmentMapping::unlink(segment_options(name), message))
+        std::fprintf(stderr, "coexec-bench-many-procs: %s\n", message.c_str());
+    return true;
+}
+
+RepeatResult run_once(const Options& o, const std::string& segment) {
+    RepeatResult r;
+    SharedRecords records(o.procs);
+    int go[2], ready[2];
+    if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(ready, O_CLOEXEC) != 0)
+        coexec::bench::fail("pipe: " + std::string(std::strerror(errno)));
+    std::vector<pid_t> pids;
+    pids.reserve(size_t(o.procs));
+    std::fflush(nullptr);
+    const uint64_t fork_start = now_ns();
+    for (int i = 0; i < o.procs; ++i) {
+        pid_t pid = ::fork();
+        if (pid < 0) {
+            std::fprintf(stderr, "coexec-bench-many-procs: fork: %s\n", std::strerror(errno));
+            for (pid_t p : pids)
+                ::kill(p, SIGKILL);
+            for (pid_t p : pids)
+                ::waitpid(p, nullptr, 0);
+            std::exit(1);
+        }
+        if (pid == 0) {
+            ::close(go[1]);
+            ::close(ready[0]);
+            if (!o.verbose) {
+                int null = ::open("/dev/null", O_WRONLY);
+                if (null >= 0) ::dup2(null, STDERR_FILENO);
+            }
+            ::_exit(child_main(records[i], go[0], ready[1], o.timeout_s));
+        }
+        pids.push_back(pid);
+    }
+    ::close(go[0]);
+    ::close(ready[1]);
+    // Every child is blocked on the go pipe before the release.
+    char buf[256];
+    for (int got = 0; got < o.procs;) {
+        ssize_t n = ::read(ready[0], buf, sizeof buf);
+        if (n <= 0 && errno != EINTR) break; // a child died early: its record says so
+        if (n > 0) got += int(n);
+    }
+    ::close(ready[0]);
+    r.fork_ns = now_ns() - fork_start;
+    r.release_ns = now_ns();
+    ::close(go[1]); // every read() returns: all children start now
+    // The children's watchdogs end hung ones; this is only the parent's
+    // safety net if a watchdog itself fails.
+    const uint64_t deadline = r.release_ns + uint64_t(o.timeout_s + 10) * 1'000'000'000ULL;
+    uint64_t last_exit = r.release_ns;
+    std::vector<int> status(size_t(o.procs), 0);
+    size_t left = pids.size();
+    while (left > 0) {
+        int st = 0;
+        pid_t pid = ::waitpid(-1, &st, WNOHANG);
+        if (pid > 0) {
+            auto it = std::find(pids.begin(), pids.end(), pid);
+            if (it == pids.end()) continue;
+            status[size_t(it - pids.begin())] = st;
+            *it = -1;
+            --left;
+            last_exit = now_ns();
+            continue;
+        }
+        if (now_ns() > deadline) {
+            for (pid_t p : pids)
+                if (p > 0) ::kill(p, SIGKILL);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    r.wall_s = double(last_exit - r.release_ns) / 1e9;
+    for (int i = 0; i < o.procs; ++i) {
+        const ChildRecord& rec = records[i];
+        r.records.push_back(rec);
+        const int st = status[size_t(i)];
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            ++r.finished;
+        } else if (WIFEXITED(st) && WEXITSTATUS(st) == 2) {
+            ++r.errors;
+            ++r.error_kinds[std::string(rec.error_call) + ": " + rec.error_text];
+        } else if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGALRM || WTERMSIG(st) == SIGKILL)) {
+            ++r.hung;
+            ++r.hung_at[kStageNames[std::clamp(rec.stage, 0, kStageCount - 1)]];
+        } else {
+            ++r.crashed;
+            ++r.error_kinds[WIFSIGNALED(st)
+                                ? std::string("crashed: ") + strsignal(WTERMSIG(st))
+                                : "exited with status " + std::to_string(WEXITSTATUS(st))];
+        }
+    }
+    r.segment_left = remove_segment(segment);
+    return r;
+}
+
+void print_repeat(int index, const Options& o, const RepeatResult& r) {
+    std::printf("repeat %d: procs %d  wall %.3f s  finished %d  errors %d  hung %d%s%s\n", index,
+                o.procs, r.wall_s, r.finished, r.errors + r.crashed, r.hung,
+                r.crashed ? "  (crashed: " : "",
+                r.crashed ? (std::to_string(r.crashed) + ")").c_str() : "");
+    for (auto& [what, n] : r.error_kinds)
+        std::printf("    error x%d: %s\n", n, what.c_str());
+    for (auto& [where, n] : r.hung_at)
+        std::printf("    hung x%d: %s\n", n, where.c_str());
+    if (r.segment_left) std::printf("    (segment left in /dev/shm; removed)\n");
+}
+
+// Where the time went, over the children that reached each point.
+void print_phases(const RepeatResult& r) {
+    auto line = [&](const char* what, auto pick) {
+        std::vector<double> v;
+        for (const ChildRecord& rec : r.records)
+            if (double ms; pick(rec, ms)) v.push_back(ms);
+        if (v.empty()) return;
+        auto s = coexec::bench::summarize(v);
+        std::printf("  %-34s median %8.1f ms  min %8.1f  max %8.1f  (%zu procs)\n", what, s.median,
+                    s.min, s.max, v.size());
+    };
+    auto ms = [](uint64_t a, uint64_t b) { return double(b - a) / 1e6; };
+    const uint64_t t0 = r.release_ns;
+    std::printf("phases of the last repeat (fork+ready of all children: %.1f ms):\n",
+                double(r.fork_ns) / 1e6);
+    line("release -> child running", [&](const ChildRecord& c, double& out) {
+        return c.t_released && (out = ms(t0, c.t_released), true);
+    });
+    line("nosv_init (own duration)", [&](const ChildRecord& c, double& out) {
+        return c.t_init && (out = ms(c.t_released, c.t_init), true);
+    });
+    line("release -> nosv_init returned", [&](const ChildRecord& c, double& out) {
+        return c.t_init && (out = ms(t0, c.t_init), true);
+    });
+    line("submit -> task runs (first grant)", [&](const ChildRecord& c, double& out) {
+        return c.t_ran && (out = ms(c.t_init, c.t_ran), true);
+    });
+    line("release -> task ran", [&](const ChildRecord& c, double& out) {
+        return c.t_ran && (out = ms(t0, c.t_ran), true);
+    });
+    line("completed -> nosv_shutdown returned", [&](const ChildRecord& c, double& out) {
+        return c.t_shutdown && (out = ms(c.t_completed, c.t_shutdown), true);
+    });
+    line("release -> shutdown returned", [&](const ChildRecord& c, double& out) {
+        return c.t_shutdown && (out = ms(t0, c.t_shutdown), true);
+    });
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    const std::string segment = "bench-procs-" + std::to_string(::getpid());
+    coexec::bench::use_segment(segment);
+    std::signal(SIGPIPE, SIG_IGN);
+    std::vector<double> walls, finished;
+    bool any_hung = false;
+    RepeatResult last;
+    for (int i = 1; i <= o.repeats; ++i) {
+        last = run_once(o, segment);
+        print_repeat(i, o, last);
+        std::fflush(stdout);
+        walls.push_back(last.wall_s);
+        finished.push_back(last.finished);
+        any_hung |= last.hung > 0 || last.crashed > 0;
+    }
+    print_phases(last);
+    auto w = coexec::bench::summarize(walls);
+    auto f = coexec::bench::summarize(finished);
+    std::printf("procs %d  repeats %d  wall median %.3f s (min %.3f, max %.3f)  finished median "
+                "%.0f (min %.0f, max %.0f)\n",
+                o.procs, o.repeats, w.median, w.min, w.max, f.median, f.min, f.max);
+    return any_hung ? 1 : 0;
+}
