@@ -22,7 +22,9 @@ int current_cpu() {
     return self->cpu;
 }
 
-int* as_array(const std::vector<int>& v) { return const_cast<int*>(v.data()); }
+int* as_array(const std::vector<int>& v) {
+    return const_cast<int*>(v.data());
+}
 
 // System ids of the distinct cores, in CPU order.
 std::vector<int> cores(const Runtime& rt) {
@@ -46,7 +48,9 @@ COEXEC_API int* nosv_get_available_cpus(void) {
     return rt ? as_array(rt->cpu_system_ids()) : nullptr;
 }
 
-COEXEC_API int nosv_get_current_logical_cpu(void) { return current_cpu(); }
+COEXEC_API int nosv_get_current_logical_cpu(void) {
+    return current_cpu();
+}
 
 COEXEC_API int nosv_get_current_system_cpu(void) {
     int c = current_cpu();
@@ -92,7 +96,8 @@ COEXEC_API int nosv_get_num_cpus_in_numa(int system) {
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (rt->logical_numa(system) < 0) return NOSV_ERR_INVALID_PARAMETER;
     int n = 0;
-    for (int c = 0; c < rt->cpu_count(); ++c) n += rt->segment()->cpus[c].system_numa == system;
+    for (int c = 0; c < rt->cpu_count(); ++c)
+        n += rt->segment()->cpus[c].system_numa == system;
     return n;
 }
 
@@ -100,12 +105,18 @@ COEXEC_API int nosv_get_num_domains(nosv_topo_level_t level) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     switch (level) {
-    case NOSV_TOPO_LEVEL_NODE: return 1;
-    case NOSV_TOPO_LEVEL_NUMA: return rt->numa_count();
-    case NOSV_TOPO_LEVEL_COMPLEX_SET: return rt->numa_count(); // one set per NUMA node
-    case NOSV_TOPO_LEVEL_CORE: return int(cores(*rt).size());
-    case NOSV_TOPO_LEVEL_CPU: return rt->cpu_count();
-    default: return NOSV_ERR_INVALID_PARAMETER;
+    case NOSV_TOPO_LEVEL_NODE:
+        return 1;
+    case NOSV_TOPO_LEVEL_NUMA:
+        return rt->numa_count();
+    case NOSV_TOPO_LEVEL_COMPLEX_SET:
+        return rt->numa_count(); // one set per NUMA node
+    case NOSV_TOPO_LEVEL_CORE:
+        return int(cores(*rt).size());
+    case NOSV_TOPO_LEVEL_CPU:
+        return rt->cpu_count();
+    default:
+        return NOSV_ERR_INVALID_PARAMETER;
     }
 }
 
@@ -115,12 +126,18 @@ COEXEC_API int* nosv_get_available_domains(nosv_topo_level_t level) {
     static const std::vector<int> node{0};
     thread_local std::vector<int> core_ids;
     switch (level) {
-    case NOSV_TOPO_LEVEL_NODE: return as_array(node);
+    case NOSV_TOPO_LEVEL_NODE:
+        return as_array(node);
     case NOSV_TOPO_LEVEL_NUMA:
-    case NOSV_TOPO_LEVEL_COMPLEX_SET: return as_array(rt->numa_system_ids());
-    case NOSV_TOPO_LEVEL_CORE: core_ids = cores(*rt); return core_ids.data();
-    case NOSV_TOPO_LEVEL_CPU: return as_array(rt->cpu_system_ids());
-    default: return nullptr;
+    case NOSV_TOPO_LEVEL_COMPLEX_SET:
+        return as_array(rt->numa_system_ids());
+    case NOSV_TOPO_LEVEL_CORE:
+        core_ids = cores(*rt);
+        return core_ids.data();
+    case NOSV_TOPO_LEVEL_CPU:
+        return as_array(rt->cpu_system_ids());
+    default:
+        return nullptr;
     }
 }
 
@@ -129,15 +146,19 @@ COEXEC_API int nosv_get_current_logical_domain(nosv_topo_level_t level) {
     if (c < 0) return c;
     Runtime* rt = Runtime::get();
     switch (level) {
-    case NOSV_TOPO_LEVEL_NODE: return 0;
+    case NOSV_TOPO_LEVEL_NODE:
+        return 0;
     case NOSV_TOPO_LEVEL_NUMA:
-    case NOSV_TOPO_LEVEL_COMPLEX_SET: return rt->numa_of_cpu(c);
+    case NOSV_TOPO_LEVEL_COMPLEX_SET:
+        return rt->numa_of_cpu(c);
     case NOSV_TOPO_LEVEL_CORE: {
         auto ids = cores(*rt);
         return int(std::find(ids.begin(), ids.end(), rt->segment()->cpus[c].core) - ids.begin());
     }
-    case NOSV_TOPO_LEVEL_CPU: return c;
-    default: return NOSV_ERR_INVALID_PARAMETER;
+    case NOSV_TOPO_LEVEL_CPU:
+        return c;
+    default:
+        return NOSV_ERR_INVALID_PARAMETER;
     }
 }
 
@@ -146,12 +167,17 @@ COEXEC_API int nosv_get_current_system_domain(nosv_topo_level_t level) {
     if (c < 0) return c;
     const auto& slot = Runtime::get()->segment()->cpus[c];
     switch (level) {
-    case NOSV_TOPO_LEVEL_NODE: return 0;
+    case NOSV_TOPO_LEVEL_NODE:
+        return 0;
     case NOSV_TOPO_LEVEL_NUMA:
-    case NOSV_TOPO_LEVEL_COMPLEX_SET: return slot.system_numa;
-    case NOSV_TOPO_LEVEL_CORE: return slot.core;
-    case NOSV_TOPO_LEVEL_CPU: return slot.system_id;
-    default: return NOSV_ERR_INVALID_PARAMETER;
+    case NOSV_TOPO_LEVEL_COMPLEX_SET:
+        return slot.system_numa;
+    case NOSV_TOPO_LEVEL_CORE:
+        return slot.core;
+    case NOSV_TOPO_LEVEL_CPU:
+        return slot.system_id;
+    default:
+        return NOSV_ERR_INVALID_PARAMETER;
     }
 }
 
@@ -162,12 +188,21 @@ COEXEC_API int nosv_get_num_cpus_in_domain(nosv_topo_level_t level, int sid) {
     for (int c = 0; c < rt->cpu_count(); ++c) {
         const auto& slot = rt->segment()->cpus[c];
         switch (level) {
-        case NOSV_TOPO_LEVEL_NODE: n += sid == 0; break;
+        case NOSV_TOPO_LEVEL_NODE:
+            n += sid == 0;
+            break;
         case NOSV_TOPO_LEVEL_NUMA:
-        case NOSV_TOPO_LEVEL_COMPLEX_SET: n += slot.system_numa == sid; break;
-        case NOSV_TOPO_LEVEL_CORE: n += slot.core == sid; break;
-        case NOSV_TOPO_LEVEL_CPU: n += slot.system_id == sid; break;
-        default: return NOSV_ERR_INVALID_PARAMETER;
+        case NOSV_TOPO_LEVEL_COMPLEX_SET:
+            n += slot.system_numa == sid;
+            break;
+        case NOSV_TOPO_LEVEL_CORE:
+            n += slot.core == sid;
+            break;
+        case NOSV_TOPO_LEVEL_CPU:
+            n += slot.system_id == sid;
+            break;
+        default:
+            return NOSV_ERR_INVALID_PARAMETER;
         }
     }
     return n ? n : NOSV_ERR_INVALID_PARAMETER;

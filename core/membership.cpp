@@ -1,6 +1,7 @@
 #include "membership.hpp"
 
 #include "scheduler/topology.hpp"
+#include "shm/clock.hpp"
 #include "shm/liveness.hpp"
 
 #include <nosv/error.h>
@@ -40,14 +41,18 @@ int index_of(const std::vector<int>& ids, int id) {
 } // namespace
 
 int Membership::join(const Config& config, std::string& why) {
-    std::vector<scheduler::CpuInfo> cpus;
-    if (!scheduler::discover_cpus(config.binding, cpus, why)) return NOSV_ERR_INVALID_PARAMETER;
-
+    // Only the process that lays out the CPU table discovers the topology
+    // (hwloc costs milliseconds of CPU, which hundreds of processes joining
+    // at once would each pay); a malformed CPU list is an error for all.
+    if (std::vector<int> ids; config.binding != "all" && config.binding != "inherit" &&
+                              !scheduler::parse_cpu_list(config.binding, ids, why))
+        return NOSV_ERR_INVALID_PARAMETER;
     const SegmentConfig settings = segment_config(config);
     SegmentOptions options;
     options.name = config.shm_name;
     options.isolation = config.isolation;
-    options.initialize = [&](Segment& s) { scheduler::SharedScheduler(s).format(cpus, settings); };
+    // Empty tables and no CPUs: the first member formats the CPU table.
+    options.initialize = [&](Segment& s) { scheduler::SharedScheduler(s).format({}, settings); };
     SegmentError error;
     mapping_ = SegmentMapping::open(options, error);
     if (!mapping_) {
@@ -56,16 +61,39 @@ int Membership::join(const Config& config, std::string& why) {
                                                             : NOSV_ERR_UNKNOWN;
     }
     sched_ = std::make_unique<scheduler::SharedScheduler>(segment());
+    auto& sched = *sched_;
+    bool discovered = true;
     WakeList wakes;
     {
-        auto lock = sched_->lock(wakes);
-        sched_->reap_dead(wakes);
-        // Nobody is left: reclaim the segment with this process's view.
-        if (sched_->empty()) sched_->format(cpus, settings);
-        proc_ =
-            sched_->register_process(::getpid(), process_start_time(::getpid()), process_name());
+        auto lock = sched.lock(wakes);
+        // Once per interval system-wide, not at every join: a burst of N
+        // joins would hold the lock for N^2 reads of /proc. A segment whose
+        // members all died is still reclaimed now: its oldest died too.
+        if (sched.claim_reap(now_ns(), scheduler::SharedScheduler::kReapIntervalNs) ||
+            !sched.oldest_member_alive())
+            sched.reap_dead(wakes);
+        if (!sched.formatted() || sched.empty()) {
+            // A fresh segment, or nobody is left: (re)claim it with this
+            // process's view.
+            std::vector<scheduler::CpuInfo> cpus;
+            discovered = scheduler::discover_cpus(config.binding, cpus, why);
+            if (discovered) sched.format(cpus, settings);
+        }
+        if (discovered) {
+            const pid_t pid = ::getpid();
+            const uint64_t start = process_start_time(pid);
+            proc_ = sched.register_process(pid, start, process_name());
+            // A full table may hold dead members' slots.
+            if (proc_ == kNone && sched.reap_dead(wakes))
+                proc_ = sched.register_process(pid, start, process_name());
+        }
     }
     wakes.flush(segment());
+    if (!discovered) {
+        mapping_.remove_if_last(); // a segment without CPUs is of no use
+        mapping_ = {};
+        return NOSV_ERR_INVALID_PARAMETER;
+    }
     if (proc_ == kNone) {
         why = "the shared segment has no free process slot (all " + std::to_string(kMaxProcs) +
               " are in use)";

@@ -26,7 +26,6 @@ std::mutex& init_mutex() {
 }
 
 constexpr uint64_t kMonitorPeriodNs = 20'000'000; // how often to look for dead processes
-constexpr uint64_t kReapIntervalNs = 40'000'000;
 
 void warn(const std::string& text) {
     std::fprintf(stderr, "coexec: %s\n", text.c_str());
@@ -111,6 +110,16 @@ int Runtime::start(bool quiet) {
     external_type_.label = "attached";
     external_type_.external = true;
     external_type_.magic = kTypeMagic;
+    // A member always has a worker: one to run its tasks, and to receive
+    // CPUs from other processes. Without a thread slot for it, the process
+    // would wait forever for a CPU or a worker, so it does not join.
+    if (!workers_.spawn(/*warn=*/false)) {
+        member_.leave();
+        fail_reason("the shared segment has no free thread slot (all " +
+                        std::to_string(kMaxThreads) + " are in use)",
+                    quiet);
+        return NOSV_ERR_OUT_OF_MEMORY;
+    }
     preemption_.install();
     monitor_ = std::thread([this] { monitor_main(); });
     return NOSV_SUCCESS;
@@ -124,8 +133,10 @@ void Runtime::monitor_main() {
         if (stopping()) break;
         uint64_t now = now_ns();
         bool want_cpu = demand.total() > 0;
-        bool reap_due =
-            now - s.header.last_reap_ns.load(std::memory_order_relaxed) >= kReapIntervalNs;
+        // One monitor per interval reaps, elected without the lock: every
+        // monitor that saw a reap due used to queue on the lock and repeat it.
+        const bool reap_due =
+            want_cpu && sched().claim_reap(now, scheduler::SharedScheduler::kReapIntervalNs);
         auto all_held = [&] { return s.header.unheld_cpus.load(std::memory_order_relaxed) == 0; };
         if (want_cpu && all_held()) {
             preemption_.ask_overdue_holders();

@@ -66,6 +66,12 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         sched().wake_thread(t->thread->slot);
         return NOSV_SUCCESS;
     }
+    // A fresh task runs on a worker of this process. With every worker
+    // blocked and no thread slot for another, it might never run: an error,
+    // not a silent wait (an unblocked worker runs it once it is free).
+    if (!t->thread && t->state.load(acq) == TaskState::Created && !workers_.any_unblocked() &&
+        !workers_.spawn(/*warn=*/false))
+        return NOSV_ERR_OUT_OF_MEMORY;
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
     for (;;) {
         TaskState st = t->state.load(acq);

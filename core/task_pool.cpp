@@ -14,7 +14,8 @@ struct Cache {
     std::array<std::vector<void*>, TaskPool::kClassSizes.size()> blocks;
     ~Cache() {
         for (auto& v : blocks)
-            for (void* b : v) ::operator delete(b, kAlign);
+            for (void* b : v)
+                ::operator delete(b, kAlign);
     }
 };
 thread_local Cache t_cache;
@@ -62,7 +63,8 @@ void TaskPool::release(void* block, size_t bytes) {
 
 TaskPool::~TaskPool() {
     for (auto& s : shared_)
-        for (void* b : s.blocks) ::operator delete(b, kAlign);
+        for (void* b : s.blocks)
+            ::operator delete(b, kAlign);
 }
 
 } // namespace coexec::core

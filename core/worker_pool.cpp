@@ -16,7 +16,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 
 WorkerPool::WorkerPool(Runtime& rt) : rt_(rt), by_slot_(size_t(kMaxThreads), nullptr) {}
 
-bool WorkerPool::spawn() {
+bool WorkerPool::spawn(bool warn) {
     auto ctx = std::make_unique<ThreadContext>();
     ctx->worker = true;
     ThreadContext* raw = ctx.get();
@@ -35,10 +35,11 @@ bool WorkerPool::spawn() {
     wakes.flush(sched.segment());
     if (raw->slot == kNone) {
         static std::once_flag once;
-        std::call_once(once, [] {
-            std::fprintf(stderr, "coexec: the shared segment has no free thread slot; "
-                                 "work waits for running threads\n");
-        });
+        if (warn)
+            std::call_once(once, [] {
+                std::fprintf(stderr, "coexec: the shared segment has no free thread slot; "
+                                     "work waits for running threads\n");
+            });
         return false;
     }
     unblocked_.fetch_add(1, rlx);

@@ -19,8 +19,8 @@ class WorkerPool {
     explicit WorkerPool(Runtime& rt);
 
     // Starts a worker, parked in the pool; false when no thread slot is left
-    // or the runtime stops.
-    bool spawn();
+    // (said once on stderr when `warn`) or the runtime stops.
+    bool spawn(bool warn = true);
     // Keeps one pool worker available to receive CPUs from other processes.
     void ensure_receiver();
     // A worker of this process whose slot is `slot`, or null.
@@ -37,6 +37,8 @@ class WorkerPool {
     // unblocked workers count against the one-per-CPU limit of spawning.
     void blocked(const ThreadContext& self);
     void unblocked(const ThreadContext& self);
+    // Whether some worker's task is not blocked (it will run queued work).
+    bool any_unblocked() const { return unblocked_.load(std::memory_order_relaxed) > 0; }
 
   private:
     Runtime& rt_;

@@ -44,7 +44,8 @@ typedef uint64_t (*nosv_cost_function_t)(nosv_task_t);
 /* Joins the shared instance, creating the segment if needed. Calls nest: each
  * successful nosv_init() needs one nosv_shutdown(). Returns NOSV_ERR_UNKNOWN
  * when the segment exists but is foreign or corrupt, and
- * NOSV_ERR_OUT_OF_MEMORY when the segment has no free process slot. */
+ * NOSV_ERR_OUT_OF_MEMORY when the segment has no free process slot, or no
+ * free thread slot for the process's first worker. */
 int nosv_init(void);
 
 /* Leaves the instance once the nesting count drops to zero: every worker
@@ -106,7 +107,9 @@ int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 
 /* Makes `task` ready, or resumes it when it is paused. A submit that reaches
  * a running task before it pauses makes that pause return at once. Submitting
- * a task that is already ready returns NOSV_ERR_INVALID_OPERATION. */
+ * a task that is already ready returns NOSV_ERR_INVALID_OPERATION. A new task
+ * when every worker of the process is blocked and the segment has no free
+ * thread slot for another returns NOSV_ERR_OUT_OF_MEMORY. */
 int nosv_submit(nosv_task_t task, nosv_flags_t flags);
 
 #define NOSV_PAUSE_NONE __ZEROBITS
@@ -158,7 +161,8 @@ int nosv_task_had_events(nosv_task_t task);
 
 /* Turns the calling thread into a task (stored in *task). Blocks until the
  * scheduler grants a CPU, then binds the thread to it. `affinity` may be NULL.
- * `label` names the thread in `coexec top` (copied; NULL means "attached"). */
+ * `label` names the thread in `coexec top` (copied; NULL means "attached").
+ * Returns NOSV_ERR_OUT_OF_MEMORY when the segment has no free thread slot. */
 int nosv_attach(nosv_task_t *task, nosv_affinity_t *affinity, const char *label,
                 nosv_flags_t flags);
 

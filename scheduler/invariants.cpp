@@ -165,12 +165,17 @@ Bounds check_header(const Header& h, Report& r) {
 
     Bounds b;
     b.cpus = h.cpu_count;
-    if (b.cpus <= 0 || b.cpus > kMaxCpus) {
+    // A segment nobody joined yet may have no CPU table: its first member
+    // lays it out (SharedScheduler::format) under the lock.
+    const bool unformatted = b.cpus == 0 && h.alive_count == 0;
+    if (!unformatted && (b.cpus <= 0 || b.cpus > kMaxCpus)) {
         r.add("header: cpu_count ", b.cpus, " is not in 1..", kMaxCpus);
         b.cpus = b.cpus <= 0 ? 0 : kMaxCpus;
     }
     b.numa = h.numa_count;
-    if (b.numa <= 0 || b.numa > kMaxNuma) {
+    if (unformatted && b.numa == 0) {
+        // nothing to check yet
+    } else if (b.numa <= 0 || b.numa > kMaxNuma) {
         r.add("header: numa_count ", b.numa, " is not in 1..", kMaxNuma);
         b.numa = 0;
     }

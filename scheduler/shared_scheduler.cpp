@@ -138,6 +138,22 @@ bool SharedScheduler::reap_dead(WakeList& wakes) {
     return any;
 }
 
+bool SharedScheduler::claim_reap(uint64_t now, uint64_t interval_ns) {
+    std::atomic<uint64_t>& mark = s_.header.last_reap_ns;
+    uint64_t seen = mark.load(rlx);
+    // Compare-exchange: of the callers that find the interval over, one
+    // moves the mark and reaps; the others neither reap nor take the lock
+    // for it. (`now` may predate a mark another process just set.)
+    return now >= seen && now - seen >= interval_ns && mark.compare_exchange_strong(seen, now, rlx);
+}
+
+bool SharedScheduler::oldest_member_alive() const {
+    const Header& h = s_.header;
+    if (h.alive_count == 0) return false;
+    const ProcSlot& p = s_.procs[h.alive[0]];
+    return process_alive(p.pid, p.start_time);
+}
+
 void SharedScheduler::release_cpus_of(int32_t proc) {
     uint64_t now = now_ns();
     for (int c = 0; c < cpu_count(); ++c) {

@@ -30,6 +30,10 @@ class SharedScheduler {
   public:
     explicit SharedScheduler(shm::Segment& segment) : s_(segment) {}
 
+    // How often dead members are looked for (claim_reap()): reaping reads
+    // /proc for every member under the lock.
+    static constexpr uint64_t kReapIntervalNs = 40'000'000;
+
     shm::Segment& segment() const { return s_; }
     int cpu_count() const { return s_.header.cpu_count; }
     uint64_t quantum_ns() const { return s_.header.config.quantum_ns; }
@@ -50,8 +54,19 @@ class SharedScheduler {
     int32_t register_process(pid_t pid, uint64_t start_time, const std::string& name);
     // Frees the slot, its threads and its CPUs (which go to others' work).
     void unregister_process(int32_t proc, WakeList& wakes);
-    // Frees every process that died; true if any did.
+    // Frees every process that died; true if any did. Reads /proc for each
+    // member: see claim_reap().
     bool reap_dead(WakeList& wakes);
+    // Lock-free. Elects one caller per `interval_ns`, system-wide, to run
+    // reap_dead(): true when no reap started in the last `interval_ns` and
+    // this caller moved the mark first.
+    bool claim_reap(uint64_t now, uint64_t interval_ns);
+    // Locked. Whether the oldest member still runs: when it does the
+    // segment is in use; when it died, reap_dead() finds the others.
+    bool oldest_member_alive() const;
+    // Locked. Whether the CPU table was laid out (format()); a fresh
+    // segment has none until its first member discovers the topology.
+    bool formatted() const { return s_.header.cpu_count > 0; }
     // True when no registered process is alive (after reap_dead()).
     bool empty() const { return s_.header.alive_count == 0; }
     // Lock-free, by the process itself: whether its threads give way to the

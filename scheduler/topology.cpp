@@ -35,7 +35,8 @@ int numa_of(hwloc_topology_t t, hwloc_obj_t pu) {
     // holds this PU.
     hwloc_obj_t node = nullptr;
     while ((node = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, node)))
-        if (node->cpuset && hwloc_bitmap_isset(node->cpuset, pu->os_index)) return int(node->os_index);
+        if (node->cpuset && hwloc_bitmap_isset(node->cpuset, pu->os_index))
+            return int(node->os_index);
     return 0;
 }
 
@@ -77,7 +78,8 @@ bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string&
             if (end == text.c_str() + pos + 1 || hi < lo || hi >= 4096) return bad();
             pos = size_t(end - text.c_str());
         }
-        for (long i = lo; i <= hi; ++i) out.push_back(int(i));
+        for (long i = lo; i <= hi; ++i)
+            out.push_back(int(i));
         if (pos < text.size()) {
             if (text[pos] != ',') return bad();
             if (++pos == text.size()) return bad();
@@ -109,9 +111,11 @@ bool discover_cpus(const std::string& binding, std::vector<CpuInfo>& out, std::s
         out = all;
     } else {
         for (int id : ids) {
-            auto it = std::find_if(all.begin(), all.end(), [&](auto& c) { return c.system_id == id; });
+            auto it =
+                std::find_if(all.begin(), all.end(), [&](auto& c) { return c.system_id == id; });
             if (it == all.end()) {
-                error = "topology.binding names CPU " + std::to_string(id) + ", which is not online";
+                error =
+                    "topology.binding names CPU " + std::to_string(id) + ", which is not online";
                 return false;
             }
             out.push_back(*it);
