@@ -4,6 +4,7 @@
 #include "core/config.hpp"
 #include "shm/layout.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
