@@ -2,11 +2,12 @@
 # missing (Debian packages), builds, and runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
 
-.PHONY: all deps build demo demo-substrate test test-unit test-sanitize install format clean
+.PHONY: all deps build demo demo-substrate test test-unit test-sanitize test-fuzz install format clean
 
 all: build
 
@@ -41,6 +42,15 @@ test-sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure --timeout 600 -L substrate
 
+# libFuzzer targets (tests/fuzz) with clang, ASan and UBSan: every committed
+# input once, then a bounded run of each target (FUZZ_SECONDS, default 20).
+test-fuzz: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCOEXEC_SANITIZE=ON -DCOEXEC_FUZZ=ON $(if $(FUZZ_SECONDS),-DCOEXEC_FUZZ_SECONDS=$(FUZZ_SECONDS)) \
+	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target coexec_fuzz_targets
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
+
 install: build
 	cmake --install $(BUILD)
 
@@ -48,4 +58,4 @@ format:
 	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' | grep -v '^adapters/openmp/patches/')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -31,6 +31,12 @@ struct TaskCall {
     int error = NOSV_SUCCESS;
 };
 
+// A task without a CPU is between coexec_block_enter/lend_cpu/keep_cpu and
+// coexec_block_exit: its thread is outside coexec until then.
+bool blocked(const ThreadContext* self) {
+    return self && self->current && self->cpu == coexec::shm::kNone;
+}
+
 TaskCall in_task() {
     TaskCall c;
     c.rt = Runtime::get();
@@ -39,8 +45,7 @@ TaskCall in_task() {
         return c;
     }
     c.self = this_thread_context();
-    if (!c.self || !c.self->current || c.self->cpu == coexec::shm::kNone)
-        c.error = NOSV_ERR_OUTSIDE_TASK;
+    if (!c.self || !c.self->current || blocked(c.self)) c.error = NOSV_ERR_OUTSIDE_TASK;
     return c;
 }
 
@@ -122,8 +127,9 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || flags != NOSV_DESTROY_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (task->type->external) return NOSV_ERR_INVALID_OPERATION; // ended by nosv_detach
-    TaskState st = task->state.load(std::memory_order_acquire);
-    if (st != TaskState::Created && st != TaskState::Ended) return NOSV_ERR_INVALID_OPERATION;
+    // Ready, running, paused, or ended with events pending: not complete
+    // yet, and the runtime still refers to it.
+    if (task->state.load(std::memory_order_acquire) != TaskState::Created) return NOSV_ERR_BUSY;
     rt->delete_task(task);
     return NOSV_SUCCESS;
 }
@@ -139,6 +145,10 @@ COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
     if (task->type->external && task->state.load(std::memory_order_acquire) == TaskState::Created)
         return NOSV_ERR_INVALID_OPERATION; // an attached thread's task is not runnable
     if ((flags & NOSV_SUBMIT_BLOCKING) && nosv_self() == task) return NOSV_ERR_INVALID_OPERATION;
+    // Both need the caller's CPU (to wait without it, or to run the task on
+    // it): a blocked caller, outside coexec, has none.
+    if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && blocked(this_thread_context()))
+        return NOSV_ERR_OUTSIDE_TASK;
     return rt->submit(task, flags);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace coexec::core {
@@ -31,6 +32,16 @@ struct ConfigResult {
 
 // Builds the configuration from the environment.
 ConfigResult load_config(Config& out);
+
+// Largest configuration file load_config() reads; a bigger one is an error.
+inline constexpr size_t kMaxConfigFileSize = 1 << 20;
+
+// Applies the settings of a TOML configuration document `text` (the contents
+// of a NOSV_CONFIG file) on top of `cfg`. `source` names the document in
+// error messages. Never throws: malformed TOML, bytes outside ASCII and bad
+// values are errors; unknown keys and unsupported value types are warnings. Settings before
+// the first bad value may have been applied to `cfg`.
+ConfigResult apply_config_text(Config& cfg, std::string_view text, const std::string& source);
 
 // Applies one "key=value" setting; used for files and overrides alike.
 ConfigResult apply_setting(Config& cfg, const std::string& key, const std::string& value);

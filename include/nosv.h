@@ -90,7 +90,8 @@ int nosv_create(nosv_task_t *task, nosv_task_type_t type, size_t metadata_size,
 #define NOSV_DESTROY_NONE __ZEROBITS
 
 /* Frees a task that is not ready, running or paused. Safe to call from the
- * task's own completed callback. */
+ * task's own completed callback. Returns NOSV_ERR_BUSY while the task has not
+ * completed (ready, running, paused, or events pending). */
 int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 
 #define NOSV_SUBMIT_NONE __ZEROBITS

@@ -79,6 +79,13 @@ CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
     return row;
 }
 
+// The header's CPU count when it is in range, else 0 (no CPU rows).
+// open_existing() refuses such a header, but the snapshot does not rely on
+// it: whatever bytes the segment holds, every read stays in bounds.
+int checked_cpu_count(const shm::Header& h) {
+    return h.cpu_count >= 0 && h.cpu_count <= shm::kMaxCpus ? h.cpu_count : 0;
+}
+
 ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
     const shm::ProcSlot& p = sched.segment().procs[slot];
     ProcRow row;
@@ -86,7 +93,10 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
     row.pid = p.pid;
     row.name = printable(p.name);
     row.ready = p.ready_total.load(rlx);
-    row.cpu_time_ns = sched.cpu_time_ns(slot, now);
+    // SharedScheduler walks header.cpu_count CPUs: only with a sane count.
+    row.cpu_time_ns = checked_cpu_count(sched.segment().header) == sched.cpu_count()
+                          ? sched.cpu_time_ns(slot, now)
+                          : p.cpu_time_ns.load(rlx);
     row.handoffs = p.handoffs.load(rlx);
     row.preemptions = p.preemptions.load(rlx);
     row.threads = p.threads.load(rlx);
@@ -126,8 +136,7 @@ std::vector<CpuRow> cpu_table(const shm::Segment& s, uint64_t now) {
     std::vector<CpuRow> previous;
     for (int pass = 0; pass < kMaxPasses; ++pass) {
         std::vector<CpuRow> rows;
-        // open_existing() checked cpu_count against kMaxCpus.
-        for (int c = 0; c < s.header.cpu_count; ++c)
+        for (int c = 0, n = checked_cpu_count(s.header); c < n; ++c)
             rows.push_back(cpu_row(s, c, now));
         if (rows == previous) break;
         previous = std::move(rows);

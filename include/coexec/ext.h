@@ -21,7 +21,10 @@ extern "C" {
 
 /* Gives the calling task's CPU away before the thread blocks outside coexec
  * (in a condition variable, a join, a syscall). Until coexec_block_exit() the
- * task holds no CPU and is not ready. Only from a task; calls do not nest. */
+ * task holds no CPU and is not ready. Only from a task; calls do not nest:
+ * until coexec_block_exit() the thread is outside coexec, and this call,
+ * coexec_lend_cpu(), coexec_keep_cpu(), the scheduling points and BLOCKING or
+ * INLINE submits return NOSV_ERR_OUTSIDE_TASK. */
 int coexec_block_enter(void);
 
 /* Like coexec_block_enter(), for a thread about to run code of its own that

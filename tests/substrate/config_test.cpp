@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace coexec::core;
@@ -105,4 +106,99 @@ TEST(Config, MissingOrBrokenFileIsAnError) {
     auto r = load_config(c);
     EXPECT_FALSE(r.ok);
     EXPECT_NE(r.error.find("/nonexistent/coexec.toml"), std::string::npos);
+}
+
+// Found by the config_override/config_file fuzzers (tests/fuzz): a NUL in
+// the name would cut the shm_open() path short without a word.
+TEST(Config, NameWithNulOrControlCharacterIsAnError) {
+    for (std::string bad : {std::string("a\0b", 3), std::string("a\x01"), std::string("\x7f")}) {
+        Config c;
+        auto r = apply_setting(c, "shared_memory.name", bad);
+        EXPECT_FALSE(r.ok);
+        EXPECT_EQ(r.error.find('\0'), std::string::npos) << "the message shows it as '?'";
+        EXPECT_EQ(c.shm_name, "coexec");
+    }
+    Config c;
+    EXPECT_TRUE(apply_setting(c, "shared_memory.name", "node 1").ok);
+}
+
+TEST(Config, ConfigTextAppliesScalarsOfEveryType) {
+    Config c;
+    auto r = apply_config_text(c,
+                               "[scheduler]\nquantum_ns = 1.5e6\n"
+                               "[governor]\npolicy = 'idle'\n"
+                               "[debug]\ndump_config = true\n",
+                               "t.toml");
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(c.quantum_ns, 1'500'000u); // a float that is a whole number
+    EXPECT_EQ(c.governor, GovernorPolicy::Idle);
+    EXPECT_TRUE(r.warnings.empty());
+}
+
+// Regression (config_file fuzzer): toml++'s converting getter cast floats
+// beyond int64_t (undefined behaviour) and turned booleans into 0/1.
+TEST(Config, FloatsOutOfRangeAndBooleansAreNotIntegers) {
+    Config c;
+    auto r = apply_config_text(c, "[scheduler]\nquantum_ns = 1e27\npreempt_after_ns = nan\n", "t");
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.warnings.size(), 2u); // unsupported type, ignored
+    EXPECT_EQ(c.quantum_ns, Config{}.quantum_ns);
+    r = apply_config_text(c, "[governor]\nspins = true\n", "t");
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("'true'"), std::string::npos) << r.error;
+}
+
+// Regression (config_file fuzzer): toml++ 3.3 reaches an unreachable point
+// on some non-ASCII code points, so such documents are refused first.
+TEST(Config, NonAsciiDocumentIsAnErrorWithItsPosition) {
+    Config c;
+    auto r =
+        apply_config_text(c, "[scheduler]\n# \xc3\xa9t\xc3\xa9\nquantum_ns = 1000000\n", "t.toml");
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("line 2, column 3"), std::string::npos) << r.error;
+    EXPECT_EQ(c.quantum_ns, Config{}.quantum_ns);
+}
+
+TEST(Config, MalformedTomlNamesTheLine) {
+    Config c;
+    auto r = apply_config_text(c, "[scheduler]\nquantum_ns = \n", "bad.toml");
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("bad.toml"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("line 2"), std::string::npos) << r.error;
+}
+
+// A directory, a device or a FIFO is refused without reading or blocking.
+TEST(Config, ConfigFileMustBeARegularFile) {
+    EnvGuard g;
+    char dir[] = "/tmp/coexec-config-dir-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    std::string fifo = std::string(dir) + "/fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    for (std::string path : {std::string(dir), std::string("/dev/zero"), fifo}) {
+        ::setenv("NOSV_CONFIG", path.c_str(), 1);
+        Config c;
+        auto r = load_config(c);
+        EXPECT_FALSE(r.ok) << path;
+        EXPECT_NE(r.error.find("not a regular file"), std::string::npos) << r.error;
+    }
+    ::unlink(fifo.c_str());
+    ::rmdir(dir);
+}
+
+TEST(Config, OversizedConfigFileIsAnError) {
+    EnvGuard g;
+    char path[] = "/tmp/coexec-config-XXXXXX";
+    int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    {
+        std::ofstream f(path);
+        f << std::string(kMaxConfigFileSize + 1, '#');
+    }
+    ::setenv("NOSV_CONFIG", path, 1);
+    Config c;
+    auto r = load_config(c);
+    ::unlink(path);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("larger than"), std::string::npos) << r.error;
 }

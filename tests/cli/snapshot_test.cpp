@@ -1,0 +1,76 @@
+// The reader behind `coexec top/ps/info` on segments whose bytes it cannot
+// trust: it must stay in bounds and render every view. (The CLI refuses
+// such headers before reading, see CliTest.OutOfRangeCountsAreRefused; the
+// snapshot does not rely on that.) Regressions found by tests/fuzz.
+#include "tools/snapshot.hpp"
+#include "tools/views.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+using namespace coexec;
+
+namespace {
+
+// A zeroed segment on the heap (2.4 MiB: too big for the stack).
+std::unique_ptr<shm::Segment> zeroed_segment() {
+    auto s = std::make_unique<shm::Segment>();
+    std::memset(static_cast<void*>(s.get()), 0, sizeof *s);
+    return s;
+}
+
+// Renders every view, as top, ps and info do, and returns the text size.
+size_t render_all(const cli::Snapshot& snap) {
+    size_t n = cli::top_title(snap).size();
+    for (const auto& lines :
+         {cli::cpu_table(snap), cli::process_table(snap, &snap, false),
+          cli::process_table(snap, nullptr, true), cli::info_lines(snap, "all")})
+        for (const auto& l : lines)
+            n += l.size();
+    n += cli::top_json(snap).dump().size() + cli::info_json(snap, "all").dump().size();
+    return n;
+}
+
+} // namespace
+
+// Found by the segment_reader fuzzer: a CPU count beyond the table indexed
+// past CpuSlot[256] (in the snapshot and in SharedScheduler::cpu_time_ns).
+TEST(Snapshot, OutOfRangeCpuCountGivesNoCpuRows) {
+    auto s = zeroed_segment();
+    s->procs[3].state.store(shm::ProcState::Alive);
+    s->procs[3].cpu_time_ns.store(42);
+    for (int32_t count : {shm::kMaxCpus + 1, 1000, -1, INT32_MIN}) {
+        s->header.cpu_count = count;
+        cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+        EXPECT_TRUE(snap.cpus.empty()) << count;
+        ASSERT_EQ(snap.procs.size(), 1u);
+        EXPECT_EQ(snap.procs[0].cpu_time_ns, 42u); // closed stints only
+        EXPECT_GT(render_all(snap), 0u);
+    }
+}
+
+TEST(Snapshot, BadOwnersAndUnterminatedNamesStayInBounds) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 3;
+    s->header.config.governor_policy = 77;
+    s->header.config.isolation = shm::Isolation(9);
+    const int32_t owners[3][2] = {{shm::kMaxProcs, 0}, {0, shm::kMaxThreads}, {-7, -7}};
+    for (int c = 0; c < 3; ++c) {
+        s->cpus[c].state.store(shm::CpuState::Running);
+        s->cpus[c].owner_proc.store(owners[c][0]);
+        s->cpus[c].owner_thread.store(owners[c][1]);
+    }
+    s->procs[0].state.store(shm::ProcState::Alive);
+    std::memset(s->procs[0].name, '\x1b', sizeof s->procs[0].name); // no NUL, escapes
+    std::memset(s->threads[0].label, 'x', sizeof s->threads[0].label);
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    ASSERT_EQ(snap.cpus.size(), 3u);
+    for (const auto& c : snap.cpus)
+        EXPECT_FALSE(c.held) << "an owner index out of range is no owner";
+    ASSERT_EQ(snap.procs.size(), 1u);
+    EXPECT_EQ(snap.procs[0].name, std::string(shm::kNameSize, '?'));
+    EXPECT_EQ(snap.segment.governor, "unknown");
+    EXPECT_GT(render_all(snap), 0u);
+}

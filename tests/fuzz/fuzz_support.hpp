@@ -1,0 +1,72 @@
+// Helpers shared by the libFuzzer targets.
+#pragma once
+
+#include "core/config.hpp"
+#include "shm/layout.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace coexec::fuzz {
+
+// Stops the run with a message: libFuzzer records the input as a crash.
+[[noreturn]] inline void fail(const std::string& why) {
+    std::fprintf(stderr, "fuzz invariant violated: %s\n", why.c_str());
+    std::abort();
+}
+
+// One Segment-sized buffer per process, reused by every input (2.4 MiB:
+// allocating it per input would dominate the run time).
+inline shm::Segment& scratch_segment() {
+    static shm::Segment* segment = new shm::Segment;
+    return *segment;
+}
+
+// Fills the whole segment with `data` repeated, so that every field of
+// every slot, not only the header, holds fuzzer-chosen bytes. An empty
+// input gives an all-zero segment.
+inline shm::Segment& segment_from(const uint8_t* data, size_t size) {
+    shm::Segment& s = scratch_segment();
+    auto* bytes = reinterpret_cast<unsigned char*>(static_cast<void*>(&s));
+    if (size == 0) {
+        std::memset(bytes, 0, sizeof s);
+        return s;
+    }
+    size_t filled = std::min(size, sizeof s);
+    std::memcpy(bytes, data, filled);
+    // Doubling copies: log(sizeof s / size) memcpy calls.
+    while (filled < sizeof s) {
+        size_t n = std::min(filled, sizeof s - filled);
+        std::memcpy(bytes + filled, bytes, n);
+        filled += n;
+    }
+    return s;
+}
+
+// What every successfully loaded configuration must satisfy, whatever the
+// input: the ranges apply_setting() documents in its error messages.
+inline void check_config(const core::ConfigResult& r, const core::Config& c) {
+    if (!r.ok) {
+        if (r.error.empty()) fail("a failed load has no error message");
+        return;
+    }
+    if (c.shm_name.empty() || c.shm_name.size() > 64 || c.shm_name.find('/') != std::string::npos)
+        fail("accepted shared_memory.name '" + c.shm_name + "'");
+    for (unsigned char ch : c.shm_name)
+        if (ch < 0x20 || ch == 0x7f) fail("accepted a control character in shared_memory.name");
+    if (c.quantum_ns < 1000 || c.quantum_ns > 60'000'000'000ULL) fail("accepted quantum_ns");
+    if ((c.preempt_after_ns != 0 && c.preempt_after_ns < 1'000'000) ||
+        c.preempt_after_ns > 60'000'000'000ULL)
+        fail("accepted preempt_after_ns");
+    if (c.governor_spins > 1'000'000'000U) fail("accepted governor.spins");
+    if (uint32_t(c.governor) > 2) fail("accepted governor.policy");
+    if (uint32_t(c.isolation) > 3) fail("accepted isolation_level");
+    if (c.binding.empty()) fail("accepted an empty topology.binding");
+}
+
+} // namespace coexec::fuzz
