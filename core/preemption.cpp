@@ -102,8 +102,9 @@ void Preemption::ask_overdue_holders() {
         pid_t pid = s.procs[th.proc].pid;
         // A holder asleep in a system call is not spinning: a signal would
         // only cut its sleep short (sleep() does not resume).
-        if (th.tid <= 0 || !thread_on_cpu(pid, th.tid)) continue;
-        ::syscall(SYS_tgkill, pid, th.tid, kPreemptSignal);
+        const pid_t tid = th.tid.load(std::memory_order_relaxed);
+        if (tid <= 0 || !thread_on_cpu(pid, tid)) continue;
+        ::syscall(SYS_tgkill, pid, tid, kPreemptSignal);
     }
 }
 

@@ -206,6 +206,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
         queue_->push(t, placement_of(t->affinity), true);
         return go_unheld(self, false, wakes);
     }
+    assert(!worker->assigned); // a pool worker has run what it was handed
     worker->assigned = t;
     self.cpu = kNone;
     // The release store of the grant publishes `assigned` to the worker.

@@ -60,10 +60,12 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         show_label(*self, caller->type);
         return NOSV_SUCCESS;
     }
-    if ((flags & NOSV_SUBMIT_DEADLINE_WAKE) &&
-        transition(t, TaskState::Waiting, TaskState::Ready)) {
-        // Ends its timed sleep; it makes itself ready once off its CPU.
-        sched().wake_thread(t->thread->slot);
+    if (flags & NOSV_SUBMIT_DEADLINE_WAKE) {
+        // Ends a timed sleep early; the task makes itself ready once off its
+        // CPU. A task that is not in nosv_waitfor (its deadline passed, or
+        // it never slept) has nothing to wake: never a resume.
+        if (transition(t, TaskState::Waiting, TaskState::Ready))
+            sched().wake_thread(t->thread->slot);
         return NOSV_SUCCESS;
     }
     // A fresh task runs on a worker of this process. With every worker
@@ -87,7 +89,9 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
             if (!transition(t, st, TaskState::Ready)) continue;
             break;
         default:
-            t->blocking_waiter = nullptr;
+            // Only this call's own waiter is withdrawn: another submitter's
+            // BLOCKING wait for the task still stands.
+            if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr;
             return NOSV_ERR_INVALID_OPERATION; // already ready, or not resumable
         }
         break;

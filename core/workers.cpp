@@ -41,7 +41,12 @@ void Runtime::worker_main(ThreadContext& self) {
                 if (how == Leave::Gone) workers_.return_to_pool(self);
                 wakes.flush(*segment(), self.slot);
                 if (how == Leave::Gone || how == Leave::Pooled) break;
-                if (how == Leave::Holding && !idle_.hold(self)) break; // evicted: pooled
+                if (how == Leave::Holding) {
+                    if (!idle_.hold(self)) break; // evicted: pooled
+                    // Evicted and granted again by our own process (hand_to),
+                    // maybe with a task, before hold() saw the eviction.
+                    task = std::exchange(self.assigned, nullptr);
+                }
                 if (!task) continue;
             }
             run_task(self, task);

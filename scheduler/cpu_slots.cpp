@@ -71,7 +71,8 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
 void SharedScheduler::bind_thread(int32_t t, int32_t c) {
     ThreadSlot& th = s_.threads[t];
     // tid 0 (a worker not started yet) would name the caller itself.
-    if (th.bound_cpu.load(rlx) == c || th.tid <= 0 || th.keeps_affinity) return;
+    const pid_t tid = th.tid.load(rlx);
+    if (th.bound_cpu.load(rlx) == c || tid <= 0 || th.keeps_affinity) return;
     // Granters bind before they publish the grant: binding a waiting thread
     // is cheap, and the kernel then wakes it on the granted CPU. A thread
     // that binds itself after waking first runs on its previous CPU
@@ -79,17 +80,18 @@ void SharedScheduler::bind_thread(int32_t t, int32_t c) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(s_.cpus[c].system_id, &set);
-    th.bound_cpu.store(sched_setaffinity(th.tid, sizeof set, &set) == 0 ? c : kNone, rlx);
+    th.bound_cpu.store(sched_setaffinity(tid, sizeof set, &set) == 0 ? c : kNone, rlx);
 }
 
 void SharedScheduler::unbind_thread(int32_t t) {
     ThreadSlot& th = s_.threads[t];
-    if (th.tid <= 0 || th.keeps_affinity) return;
+    const pid_t tid = th.tid.load(rlx);
+    if (tid <= 0 || th.keeps_affinity) return;
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int32_t c = 0; c < cpu_count(); ++c)
         CPU_SET(s_.cpus[c].system_id, &set);
-    sched_setaffinity(th.tid, sizeof set, &set);
+    sched_setaffinity(tid, sizeof set, &set);
     th.bound_cpu.store(kNone, rlx);
 }
 

@@ -226,7 +226,7 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     ThreadSlot& th = s_.threads[t];
     th.next = kNone;
     th.proc = proc;
-    th.tid = tid;
+    th.tid.store(tid, rlx);
     th.grant.store(kNone, rlx);
     th.bound_cpu.store(kNone, rlx);
     th.keeps_affinity = keeps_affinity;
@@ -269,7 +269,7 @@ void SharedScheduler::free_slot(int32_t t) {
     th.state.store(ThreadState::Unused, rlx);
     th.grant.store(kNone, rlx);
     th.proc = kNone;
-    th.tid = 0;
+    th.tid.store(0, rlx);
     th.next = s_.header.thread_free_head;
     s_.header.thread_free_head = t;
 }
@@ -296,7 +296,8 @@ void SharedScheduler::close_pool(int32_t proc) {
 }
 
 void SharedScheduler::set_tid(int32_t t, pid_t tid) {
-    s_.threads[t].tid = tid;
+    // Relaxed: a reader that sees 0 leaves the thread to bind itself.
+    s_.threads[t].tid.store(tid, rlx);
 }
 
 void SharedScheduler::set_label(int32_t t, std::string_view label) {

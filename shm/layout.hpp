@@ -89,7 +89,9 @@ struct alignas(64) ThreadSlot {
     std::atomic<int32_t> grant; // CPU index handed to the thread, or kNone
     std::atomic<ThreadState> state;
     int32_t proc;
-    int32_t tid;
+    // The kernel tid; a worker sets it once it runs, while granters and
+    // monitors of other processes read it (to bind, to signal).
+    std::atomic<int32_t> tid;
     // The CPU the thread's kernel affinity is set to, or kNone. Written by
     // the thread itself while it holds no grant in flight, and by a granter
     // just before it publishes a grant (the thread is waiting then).

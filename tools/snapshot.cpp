@@ -72,7 +72,7 @@ CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
     row.proc = proc;
     row.pid = p.pid;
     row.name = printable(p.name);
-    row.tid = t.tid;
+    row.tid = t.tid.load(std::memory_order_relaxed);
     row.label = printable(t.label);
     uint64_t since = slot.since_ns.load(rlx);
     row.held_ns = now > since ? now - since : 0;
