@@ -84,6 +84,10 @@ int Runtime::init(bool quiet) {
 int Runtime::shutdown() {
     std::lock_guard guard(init_mutex());
     if (g_nesting == 0) return NOSV_ERR_NOT_INITIALIZED;
+    // The last shutdown joins every worker: a worker cannot join itself.
+    if (g_nesting == 1)
+        if (const ThreadContext* self = this_thread_context(); self && self->worker)
+            return NOSV_ERR_INVALID_OPERATION;
     if (--g_nesting > 0) return NOSV_SUCCESS;
     Runtime* rt = instance_.load(std::memory_order_acquire);
     rt->stop();

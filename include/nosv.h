@@ -50,7 +50,9 @@ int nosv_init(void);
 
 /* Leaves the instance once the nesting count drops to zero: every worker
  * thread is joined and every CPU is handed back. Tasks still ready are
- * dropped; the caller must have waited for its work. */
+ * dropped; the caller must have waited for its work. The last shutdown from
+ * a task running on a coexec worker returns NOSV_ERR_INVALID_OPERATION (a
+ * worker cannot join itself) and leaves the count as it was. */
 int nosv_shutdown(void);
 
 /* The task bound to the calling thread, or NULL outside a task. */
