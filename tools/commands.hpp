@@ -28,6 +28,12 @@ int info_command(const GlobalOptions& global, bool json);
 // removes it unconditionally (in use, foreign, corrupt, other version).
 int reset_command(const GlobalOptions& global, bool force);
 
+// Takes the segment lock and checks every invariant of the segment
+// (scheduler::check_invariants). Prints one line and returns 0 when it is
+// sound; lists each violation and returns 1 when it is not; returns 2 when
+// there is no usable segment.
+int check_command(const GlobalOptions& global);
+
 struct RunOptions {
     bool openmp = false;
     bool tbb = false;

@@ -54,6 +54,10 @@ void add_reports(CLI::App& app, Cli& cli) {
     reset->add_flag("--force", cli.force,
                     "Remove it even if in use, foreign, corrupt or of another version");
     reset->callback([&] { cli.status = reset_command(cli.global, cli.force); });
+
+    CLI::App* check = app.add_subcommand(
+        "check", "Verify the segment's invariants under its lock (exit 0 sound, 1 violated)");
+    check->callback([&] { cli.status = check_command(cli.global); });
 }
 
 void add_run(CLI::App& app, Cli& cli) {

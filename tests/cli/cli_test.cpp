@@ -3,6 +3,7 @@
 #include "process.hpp"
 
 #include "shm/layout.hpp"
+#include "shm/segment.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -106,7 +107,7 @@ void expect_clean_failure(const Outcome& o, const std::string& needle) {
 // ---- help ------------------------------------------------------------------
 
 TEST(CliHelp, EverySubcommandHasHelp) {
-    for (std::string sub : {"", "top", "ps", "info", "reset", "run"}) {
+    for (std::string sub : {"", "top", "ps", "info", "reset", "check", "run"}) {
         std::vector<std::string> argv{kCli};
         if (!sub.empty()) argv.push_back(sub);
         argv.push_back("--help");
@@ -237,11 +238,60 @@ TEST_F(CliTest, ResetWithoutSegmentFails) {
     expect_clean_failure(cli({"reset"}), "no coexec segment");
 }
 
+// ---- check -------------------------------------------------------------------
+
+TEST_F(CliTest, CheckFindsALiveSegmentSound) {
+    auto worker = start_worker();
+    wait_registered(worker->pid());
+    Outcome o = cli({"check"});
+    ASSERT_EQ(o.status, 0) << o.out << o.err;
+    EXPECT_EQ(o.out.find("coexec check: segment " + shm_path() + " is sound: "), 0u) << o.out;
+    EXPECT_NE(o.out.find(" CPU"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(", 1 process, "), std::string::npos) << o.out;
+    EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+}
+
+TEST_F(CliTest, CheckReportsACorruptedCounter) {
+    auto worker = start_worker();
+    wait_registered(worker->pid());
+    shm::SegmentOptions options;
+    options.name = name();
+    options.create = false;
+    shm::SegmentError error;
+    shm::SegmentMapping mapping = shm::SegmentMapping::open(options, error);
+    ASSERT_TRUE(mapping) << error.message;
+    ASSERT_EQ(mapping->header.alive_count, 1);
+    const int32_t p = mapping->header.alive[0];
+    // An atomic add: the worker's own updates of the count are not lost.
+    mapping->procs[p].threads.fetch_add(1000);
+    Outcome o = cli({"check"});
+    mapping->procs[p].threads.fetch_sub(1000);
+    EXPECT_EQ(o.status, 1) << o.out << o.err;
+    EXPECT_EQ(o.out.find("coexec check: segment " + shm_path() + " violates its invariants:\n"), 0u)
+        << o.out;
+    EXPECT_NE(o.out.find("\n  process slot " + std::to_string(p) + " counts "), std::string::npos)
+        << o.out;
+    EXPECT_NE(o.out.find(" thread slots in use belong to it\n"), std::string::npos) << o.out;
+    // Repaired, it is sound again.
+    Outcome again = cli({"check"});
+    EXPECT_EQ(again.status, 0) << again.out << again.err;
+}
+
+TEST_F(CliTest, CheckWithoutSegmentExitsTwo) {
+    Outcome o = cli({"check"});
+    expect_clean_failure(o, "no coexec segment");
+    EXPECT_EQ(o.status, 2);
+    plant_segment(std::string(sizeof(shm::Segment), '\x5a'));
+    Outcome garbage = cli({"check"});
+    expect_clean_failure(garbage, "not a coexec segment");
+    EXPECT_EQ(garbage.status, 2);
+}
+
 // ---- bad segments --------------------------------------------------------------
 
 TEST_F(CliTest, GarbageSegmentGivesClearError) {
     plant_segment(std::string(sizeof(shm::Segment), '\x5a'));
-    for (std::string sub : {"top", "ps", "info", "reset"}) {
+    for (std::string sub : {"top", "ps", "info", "reset", "check"}) {
         std::vector<std::string> args{sub};
         if (sub == "top") args.push_back("--once");
         expect_clean_failure(cli(args), "not a coexec segment");

@@ -1,0 +1,385 @@
+#include "invariants.hpp"
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+namespace coexec::scheduler {
+
+using namespace coexec::shm;
+
+namespace {
+
+// What Header::unheld_cpus and Header::wakeable_cpus count. Keep these in
+// step with SharedScheduler::set_state (shared_scheduler.cpp).
+bool counts_as_unheld(CpuState st) {
+    return st != CpuState::Running;
+}
+bool counts_as_wakeable(CpuState st) {
+    return st == CpuState::Free || st == CpuState::Sleeping || st == CpuState::Lent;
+}
+constexpr const char* kUnheldMeaning = "not Running";
+constexpr const char* kWakeableMeaning = "Free, Sleeping or Lent";
+
+// The caller reads a few dozen messages at most; past that, one summary.
+constexpr size_t kMaxMessages = 64;
+
+// The caller holds the lock or owns the segment: no ordering is needed.
+constexpr auto rlx = std::memory_order_relaxed;
+
+// ---- messages ----------------------------------------------------------
+
+std::string piece(const char* text) {
+    return text;
+}
+std::string piece(const std::string& text) {
+    return text;
+}
+template <class T>
+requires std::is_integral_v<T> std::string piece(T value) {
+    return std::to_string(value);
+}
+
+std::string cpu_state_name(CpuState st) {
+    switch (st) {
+    case CpuState::Free:
+        return "Free";
+    case CpuState::Running:
+        return "Running";
+    case CpuState::Idle:
+        return "Idle";
+    case CpuState::Sleeping:
+        return "Sleeping";
+    case CpuState::Lent:
+        return "Lent";
+    }
+    return "#" + std::to_string(uint32_t(st));
+}
+
+std::string thread_state_name(ThreadState st) {
+    switch (st) {
+    case ThreadState::Unused:
+        return "Unused";
+    case ThreadState::Pool:
+        return "Pool";
+    case ThreadState::Waiting:
+        return "Waiting";
+    case ThreadState::Running:
+        return "Running";
+    case ThreadState::Holding:
+        return "Holding";
+    case ThreadState::Blocked:
+        return "Blocked";
+    }
+    return "#" + std::to_string(uint32_t(st));
+}
+
+// Enums with a fixed underlying type may hold any value of it: compare the
+// value, never switch on trust.
+bool valid(CpuState st) {
+    return uint32_t(st) <= uint32_t(CpuState::Lent);
+}
+bool valid(ThreadState st) {
+    return uint32_t(st) <= uint32_t(ThreadState::Blocked);
+}
+bool valid(ProcState st) {
+    return uint32_t(st) <= uint32_t(ProcState::Alive);
+}
+
+bool held(CpuState st) {
+    return st == CpuState::Running || st == CpuState::Idle || st == CpuState::Sleeping ||
+           st == CpuState::Lent;
+}
+
+bool in_range(int64_t index, int64_t size) {
+    return index >= 0 && index < size;
+}
+
+// The violations found so far, capped at kMaxMessages plus a count.
+class Report {
+  public:
+    template <class... Parts>
+    void add(const Parts&... parts) {
+        if (messages_.size() >= kMaxMessages) {
+            ++more_;
+            return;
+        }
+        std::string text;
+        (text += ... += piece(parts));
+        messages_.push_back(std::move(text));
+    }
+    bool full() const { return messages_.size() >= kMaxMessages; }
+    std::vector<std::string> finish() && {
+        if (more_ > 0) messages_.push_back("... and " + std::to_string(more_) + " more violations");
+        return std::move(messages_);
+    }
+
+  private:
+    std::vector<std::string> messages_;
+    uint64_t more_ = 0;
+};
+
+// ---- scratch -------------------------------------------------------------
+
+// Which list a thread slot was found on, per slot: kOnNoList, kOnFreeList,
+// or kOnPoolBase + the process whose pool list holds it.
+constexpr uint16_t kOnNoList = 0;
+constexpr uint16_t kOnFreeList = 1;
+constexpr uint16_t kOnPoolBase = 2;
+static_assert(kOnPoolBase + kMaxProcs <= UINT16_MAX);
+
+// Derived facts, filled in by the passes below. About 26 KiB: on the
+// stack, so a sound segment costs no allocation.
+struct Scratch {
+    std::array<uint16_t, kMaxThreads> list{};     // see kOnNoList
+    std::array<uint8_t, kMaxThreads> cpus_held{}; // saturates at 255
+    std::array<int16_t, kMaxProcs> threads_in_use{};
+    std::array<uint8_t, kMaxProcs> on_alive_list{};
+};
+static_assert(kMaxThreads <= INT16_MAX);
+
+std::string list_name(uint16_t tag) {
+    if (tag == kOnFreeList) return "the free list";
+    return "the pool list of process slot " + std::to_string(tag - kOnPoolBase);
+}
+
+// ---- passes ----------------------------------------------------------------
+
+// The fixed fields, and the counts every later pass uses as bounds.
+// Returns the CPU, NUMA and alive counts to use, clamped into range.
+struct Bounds {
+    int32_t cpus = 0;
+    int32_t numa = 0; // 0: unknown, skip NUMA checks
+    int32_t alive = 0;
+};
+
+Bounds check_header(const Header& h, Report& r) {
+    if (uint64_t magic = h.magic.load(rlx); magic != kMagic) r.add("header: bad magic ", magic);
+    if (h.abi_version != kAbiVersion)
+        r.add("header: ABI version ", h.abi_version, ", this coexec uses ", kAbiVersion);
+    if (h.header_size != sizeof(Header))
+        r.add("header: header_size ", h.header_size, ", expected ", sizeof(Header));
+    if (h.total_size != sizeof(Segment))
+        r.add("header: total_size ", h.total_size, ", expected ", sizeof(Segment));
+    if (h.max_cpus != kMaxCpus) r.add("header: max_cpus ", h.max_cpus, ", expected ", kMaxCpus);
+    if (h.max_procs != kMaxProcs)
+        r.add("header: max_procs ", h.max_procs, ", expected ", kMaxProcs);
+    if (h.max_threads != kMaxThreads)
+        r.add("header: max_threads ", h.max_threads, ", expected ", kMaxThreads);
+    if (h.max_numa != kMaxNuma) r.add("header: max_numa ", h.max_numa, ", expected ", kMaxNuma);
+
+    Bounds b;
+    b.cpus = h.cpu_count;
+    if (b.cpus <= 0 || b.cpus > kMaxCpus) {
+        r.add("header: cpu_count ", b.cpus, " is not in 1..", kMaxCpus);
+        b.cpus = b.cpus <= 0 ? 0 : kMaxCpus;
+    }
+    b.numa = h.numa_count;
+    if (b.numa <= 0 || b.numa > kMaxNuma) {
+        r.add("header: numa_count ", b.numa, " is not in 1..", kMaxNuma);
+        b.numa = 0;
+    }
+    b.alive = h.alive_count;
+    if (b.alive < 0 || b.alive > kMaxProcs) {
+        r.add("header: alive_count ", b.alive, " is not in 0..", kMaxProcs);
+        b.alive = b.alive < 0 ? 0 : kMaxProcs;
+    }
+    return b;
+}
+
+// The alive list is exactly the set of Alive process slots, each once.
+void check_procs(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
+    for (int32_t i = 0; i < b.alive; ++i) {
+        int32_t p = s.header.alive[i];
+        if (!in_range(p, kMaxProcs)) {
+            r.add("alive list: entry ", i, " is ", p, ", not a process slot");
+            continue;
+        }
+        if (k.on_alive_list[size_t(p)]) {
+            r.add("alive list: process slot ", p, " is listed twice");
+            continue;
+        }
+        k.on_alive_list[size_t(p)] = 1;
+        if (ProcState st = s.procs[p].state.load(rlx); st != ProcState::Alive)
+            r.add("alive list: process slot ", p, " is listed but not Alive (state ", uint32_t(st),
+                  ")");
+    }
+    for (int32_t p = 0; p < kMaxProcs; ++p) {
+        ProcState st = s.procs[p].state.load(rlx);
+        if (!valid(st))
+            r.add("process slot ", p, " has invalid state ", uint32_t(st));
+        else if (st == ProcState::Alive && !k.on_alive_list[size_t(p)])
+            r.add("process slot ", p, " is Alive but missing from the alive list");
+    }
+}
+
+bool proc_alive(const Segment& s, int32_t p) {
+    return in_range(p, kMaxProcs) && s.procs[p].state.load(rlx) == ProcState::Alive;
+}
+
+// Each CPU's state, owner and indices; counts the CPUs each thread holds.
+void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
+    int32_t unheld = 0, wakeable = 0;
+    for (int32_t c = 0; c < b.cpus; ++c) {
+        const CpuSlot& cpu = s.cpus[c];
+        const CpuState st = cpu.state.load(rlx);
+        const int32_t proc = cpu.owner_proc.load(rlx);
+        const int32_t thread = cpu.owner_thread.load(rlx);
+        unheld += counts_as_unheld(st);
+        wakeable += counts_as_wakeable(st);
+        if (!valid(st)) r.add("CPU ", c, " has invalid state ", uint32_t(st));
+        if (b.numa > 0 && !in_range(cpu.numa, b.numa))
+            r.add("CPU ", c, " is on NUMA node ", cpu.numa, ", not in 0..", b.numa - 1);
+        if (int32_t t = cpu.turn_proc.load(rlx); t != kNone && !in_range(t, kMaxProcs))
+            r.add("CPU ", c, " has turn_proc ", t, ", neither kNone nor a process slot");
+        if (cpu.stint_proc != kNone && !in_range(cpu.stint_proc, kMaxProcs))
+            r.add("CPU ", c, " has stint_proc ", cpu.stint_proc,
+                  ", neither kNone nor a process slot");
+        if (st == CpuState::Free) {
+            if (thread != kNone || proc != kNone)
+                r.add("CPU ", c, " is Free but names owner_thread ", thread, " and owner_proc ",
+                      proc);
+            continue;
+        }
+        if (!held(st)) continue;
+        const std::string what = "CPU " + std::to_string(c) + " (" + cpu_state_name(st) + ")";
+        if (!in_range(proc, kMaxProcs))
+            r.add(what, " has owner_proc ", proc, ", not a process slot");
+        else if (!proc_alive(s, proc))
+            r.add(what, " is held by process slot ", proc, ", which is not Alive");
+        if (!in_range(thread, kMaxThreads)) {
+            r.add(what, " has owner_thread ", thread, ", not a thread slot");
+            continue;
+        }
+        if (k.cpus_held[size_t(thread)] < UINT8_MAX) ++k.cpus_held[size_t(thread)];
+        const ThreadSlot& th = s.threads[thread];
+        const ThreadState ts = th.state.load(rlx);
+        if (ts == ThreadState::Unused)
+            r.add(what, " is held by thread slot ", thread, ", which is freed (Unused)");
+        else if (ts == ThreadState::Pool)
+            r.add(what, " is held by thread slot ", thread, ", which is in state Pool");
+        if (th.proc != proc)
+            r.add(what, " has owner_proc ", proc, " but its holder, thread slot ", thread,
+                  ", belongs to process slot ", th.proc);
+    }
+    const Header& h = s.header;
+    if (int32_t n = h.unheld_cpus.load(rlx); n != unheld)
+        r.add("header: unheld_cpus is ", n, " but ", unheld, " CPUs are ", kUnheldMeaning);
+    if (int32_t n = h.wakeable_cpus.load(rlx); n != wakeable)
+        r.add("header: wakeable_cpus is ", n, " but ", wakeable, " CPUs are ", kWakeableMeaning);
+}
+
+// Walks one list through ThreadSlot::next, tagging its slots with `tag`;
+// returns its length. Stops at the first bad link: out of range, or a slot
+// already tagged (a cycle, or a slot on two lists), so at most kMaxThreads
+// steps are taken over all walks together.
+int32_t walk(const Segment& s, int32_t head, uint16_t tag, Scratch& k, Report& r) {
+    int32_t length = 0;
+    for (int32_t t = head; t != kNone; t = s.threads[t].next) {
+        if (!in_range(t, kMaxThreads)) {
+            r.add(list_name(tag), " links to ", t, ", not a thread slot");
+            break;
+        }
+        uint16_t& seen = k.list[size_t(t)];
+        if (seen == tag) {
+            r.add(list_name(tag), " has a cycle: it comes back to thread slot ", t);
+            break;
+        }
+        if (seen != kOnNoList) {
+            r.add("thread slot ", t, " is on both ", list_name(seen), " and ", list_name(tag));
+            break;
+        }
+        seen = tag;
+        ++length;
+        const ThreadSlot& th = s.threads[t];
+        const ThreadState st = th.state.load(rlx);
+        if (tag == kOnFreeList) {
+            if (st != ThreadState::Unused)
+                r.add("the free list holds thread slot ", t, ", which is in use (state ",
+                      thread_state_name(st), ")");
+            continue;
+        }
+        const int32_t p = tag - kOnPoolBase;
+        if (st != ThreadState::Pool)
+            r.add(list_name(tag), " holds thread slot ", t, " in state ", thread_state_name(st),
+                  ", not Pool");
+        if (th.proc != p)
+            r.add(list_name(tag), " holds thread slot ", t, " of process slot ", th.proc);
+    }
+    return length;
+}
+
+// The free list and every pool list: well formed, acyclic, disjoint, and
+// pool_size in step.
+void check_lists(const Segment& s, Scratch& k, Report& r) {
+    walk(s, s.header.thread_free_head, kOnFreeList, k, r);
+    for (int32_t p = 0; p < kMaxProcs; ++p) {
+        const ProcSlot& proc = s.procs[p];
+        const int32_t length = walk(s, proc.pool_head, uint16_t(kOnPoolBase + p), k, r);
+        if (int32_t size = proc.pool_size.load(rlx); size != length)
+            r.add("process slot ", p, " has pool_size ", size, " but its pool list holds ", length,
+                  " threads");
+    }
+}
+
+// Every thread slot: its state, process, list membership, grant and CPUs.
+void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
+    for (int32_t t = 0; t < kMaxThreads; ++t) {
+        const ThreadSlot& th = s.threads[t];
+        const ThreadState st = th.state.load(rlx);
+        const uint16_t list = k.list[size_t(t)];
+        if (int32_t g = th.grant.load(rlx); g != kNone && !in_range(g, b.cpus))
+            r.add("thread slot ", t, " has grant ", g, ", neither kNone nor a CPU");
+        if (int32_t c = th.bound_cpu.load(rlx); c != kNone && !in_range(c, b.cpus))
+            r.add("thread slot ", t, " has bound_cpu ", c, ", neither kNone nor a CPU");
+        if (!valid(st)) {
+            r.add("thread slot ", t, " has invalid state ", uint32_t(st));
+            continue;
+        }
+        if (st == ThreadState::Unused) {
+            if (list != kOnFreeList)
+                r.add("thread slot ", t, " is Unused but not on the free list");
+            continue;
+        }
+        if (!in_range(th.proc, kMaxProcs)) {
+            r.add("thread slot ", t, " (", thread_state_name(st), ") has proc ", th.proc,
+                  ", not a process slot");
+            continue;
+        }
+        ++k.threads_in_use[size_t(th.proc)];
+        if (!proc_alive(s, th.proc))
+            r.add("thread slot ", t, " (", thread_state_name(st), ") belongs to process slot ",
+                  th.proc, ", which is not Alive");
+        if (st == ThreadState::Pool && list != kOnPoolBase + th.proc)
+            r.add("thread slot ", t,
+                  " is in state Pool but not on the pool list of its process "
+                  "slot ",
+                  th.proc);
+        if (uint8_t n = k.cpus_held[size_t(t)]; n > 1) {
+            std::string which; // named only while the report has room
+            for (int32_t c = 0; c < b.cpus && !r.full(); ++c)
+                if (held(s.cpus[c].state.load(rlx)) && s.cpus[c].owner_thread.load(rlx) == t)
+                    which += (which.empty() ? "" : ", ") + std::to_string(c);
+            r.add("thread slot ", t, " holds ", n, " CPUs (", which, ")");
+        }
+    }
+    for (int32_t p = 0; p < kMaxProcs; ++p)
+        if (int32_t n = s.procs[p].threads.load(rlx); n != k.threads_in_use[size_t(p)])
+            r.add("process slot ", p, " counts ", n, " threads but ", k.threads_in_use[size_t(p)],
+                  " thread slots in use belong to it");
+}
+
+} // namespace
+
+std::vector<std::string> check_invariants(const Segment& segment) {
+    Report report;
+    Scratch scratch;
+    const Bounds bounds = check_header(segment.header, report);
+    check_procs(segment, bounds, scratch, report);
+    check_cpus(segment, bounds, scratch, report);
+    check_lists(segment, scratch, report);
+    check_threads(segment, bounds, scratch, report);
+    return std::move(report).finish();
+}
+
+} // namespace coexec::scheduler

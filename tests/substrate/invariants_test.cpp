@@ -1,0 +1,543 @@
+// The segment invariant checker on a real segment: sound after every
+// scheduler operation, precise about each kind of corruption, and safe on
+// arbitrary bytes.
+#include "support.hpp"
+
+#include "scheduler/invariants.hpp"
+#include "scheduler/shared_scheduler.hpp"
+#include "shm/liveness.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <random>
+
+using namespace coexec;
+using namespace coexec::scheduler;
+using namespace coexec::shm;
+
+namespace {
+
+std::string joined(const std::vector<std::string>& violations) {
+    std::string text;
+    for (const auto& v : violations)
+        text += "\n  " + v;
+    return text;
+}
+
+// Whether some violation contains `needle`.
+bool reports(const std::vector<std::string>& violations, const std::string& needle) {
+    return std::any_of(violations.begin(), violations.end(),
+                       [&](const std::string& v) { return v.find(needle) != std::string::npos; });
+}
+
+#define EXPECT_SOUND(segment)                                                                      \
+    do {                                                                                           \
+        auto found_ = check_invariants(segment);                                                   \
+        EXPECT_TRUE(found_.empty()) << joined(found_);                                             \
+    } while (0)
+
+#define EXPECT_REPORTS(segment, needle)                                                            \
+    do {                                                                                           \
+        auto found_ = check_invariants(segment);                                                   \
+        EXPECT_TRUE(reports(found_, needle)) << "no \"" << (needle) << "\" in:" << joined(found_); \
+    } while (0)
+
+// Formats the CPU table as core does (core/runtime.cpp, format_cpus): two
+// CPUs on one NUMA node, both Free.
+void format_two_cpus(Segment& s) {
+    s.header.cpu_count = 2;
+    s.header.numa_count = 1;
+    s.header.config.quantum_ns = 1'000'000'000; // long: no turn expires by itself
+    for (int c = 0; c < 2; ++c) {
+        CpuSlot& cpu = s.cpus[c];
+        cpu.system_id = c;
+        cpu.core = c;
+        cpu.system_numa = 0;
+        cpu.numa = 0;
+        cpu.state.store(CpuState::Free);
+        cpu.owner_proc.store(kNone);
+        cpu.owner_thread.store(kNone);
+        cpu.turn_proc.store(kNone);
+        cpu.stint_proc = kNone;
+    }
+    s.header.unheld_cpus.store(2);
+    s.header.wakeable_cpus.store(2);
+}
+
+class InvariantsTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        SegmentOptions o;
+        o.isolation = Isolation::Process;
+        o.initialize = format_two_cpus;
+        SegmentError e;
+        map_ = SegmentMapping::open(o, e);
+        ASSERT_TRUE(map_) << e.message;
+        sched_ = std::make_unique<SharedScheduler>(*map_.get());
+    }
+
+    Segment& seg() { return *map_.get(); }
+
+    // A live process (this one) with `pool` pool threads.
+    int32_t add_process(int pool) {
+        int32_t p = sched_->register_process(::getpid(), process_start_time(::getpid()), "test");
+        EXPECT_NE(p, kNone);
+        for (int i = 0; i < pool; ++i)
+            sched_->pool_push(sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked));
+        return p;
+    }
+    void add_ready(int32_t p) {
+        seg().procs[p].ready_total += 1;
+        seg().procs[p].ready_any += 1;
+    }
+
+    // Two processes; process a runs on CPU 0, b holds CPU 1 idle. Each
+    // keeps one more thread in its pool.
+    void populate() {
+        a_ = add_process(2);
+        b_ = add_process(2);
+        ASSERT_EQ(sched_->claim_unheld_cpu(a_, {Placement::Kind::Cpu, 0, true}, wakes_), 0);
+        ASSERT_EQ(sched_->claim_unheld_cpu(b_, {Placement::Kind::Cpu, 1, true}, wakes_), 1);
+        sched_->set_holding(1, false);
+        ASSERT_EQ(seg().cpus[1].state.load(), CpuState::Idle);
+        EXPECT_SOUND(seg());
+    }
+    int32_t holder(int32_t cpu) { return seg().cpus[cpu].owner_thread.load(); }
+
+    SegmentMapping map_;
+    std::unique_ptr<SharedScheduler> sched_;
+    WakeList wakes_; // the threads are not real: nothing is ever flushed
+    int32_t a_ = kNone, b_ = kNone;
+};
+
+// ---- sound segments -------------------------------------------------------
+
+TEST_F(InvariantsTest, AFreshSegmentIsSound) {
+    EXPECT_SOUND(seg());
+}
+
+TEST_F(InvariantsTest, StaysSoundThroughEveryOperation) {
+    int32_t a = add_process(2);
+    EXPECT_SOUND(seg());
+    int32_t b = add_process(1);
+    EXPECT_SOUND(seg());
+
+    // a claims both CPUs with its pool threads.
+    ASSERT_EQ(sched_->claim_unheld_cpu(a, {}, wakes_), 0);
+    ASSERT_EQ(sched_->claim_unheld_cpu(a, {}, wakes_), 1);
+    EXPECT_SOUND(seg());
+
+    // CPU 0 goes idle, then to sleep, then back to a's own work.
+    sched_->set_holding(0, false);
+    EXPECT_SOUND(seg());
+    sched_->set_holding(0, true);
+    EXPECT_SOUND(seg());
+    add_ready(a);
+    EXPECT_EQ(sched_->offer_released(0, wakes_), holder(0));
+    EXPECT_SOUND(seg());
+
+    // b has work; a's quantum on CPU 0 ends: b's pool thread gets it.
+    add_ready(b);
+    seg().cpus[0].turn_start_ns.store(0);
+    const int32_t left = holder(0);
+    EXPECT_EQ(sched_->decide(0, a, false, wakes_), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+    EXPECT_SOUND(seg());
+    sched_->pool_push(left); // as the worker that left does
+    EXPECT_SOUND(seg());
+
+    // a's CPU 1 holder lends it, takes it back, lends it again; b's work
+    // then evicts the lender.
+    const int32_t lender = holder(1);
+    sched_->set_lent(1);
+    EXPECT_SOUND(seg());
+    EXPECT_TRUE(sched_->reclaim_lent(1, lender));
+    EXPECT_SOUND(seg());
+    sched_->set_lent(1);
+    sched_->pool_push(sched_->alloc_thread(b, 0, "worker", ThreadState::Blocked));
+    EXPECT_EQ(sched_->claim_unheld_cpu(b, {}, wakes_), 1);
+    EXPECT_EQ(seg().threads[lender].state.load(), ThreadState::Blocked);
+    EXPECT_SOUND(seg());
+
+    // An attached thread of a gets CPU 0 directly, evicting b's idle holder.
+    sched_->set_holding(0, false);
+    int32_t attached = sched_->alloc_thread(a, 0, "attached", ThreadState::Waiting);
+    EXPECT_SOUND(seg());
+    sched_->give_unheld_cpu(0, attached, wakes_);
+    EXPECT_SOUND(seg());
+
+    // Everything is let go: CPUs freed, a thread freed, processes leave.
+    sched_->set_free(0);
+    sched_->set_free(1);
+    EXPECT_SOUND(seg());
+    sched_->free_thread(attached);
+    EXPECT_SOUND(seg());
+    sched_->unregister_process(a, wakes_);
+    EXPECT_SOUND(seg());
+    sched_->unregister_process(b, wakes_);
+    EXPECT_SOUND(seg());
+    EXPECT_TRUE(sched_->empty());
+}
+
+TEST_F(InvariantsTest, RepairLeavesASoundSegment) {
+    populate();
+    // What a holder that died mid-change may leave: lists and counters
+    // broken, slot states intact.
+    seg().header.alive_count = 0;
+    seg().header.thread_free_head = kNone;
+    seg().procs[a_].pool_head = kNone;
+    seg().header.unheld_cpus.store(0);
+    EXPECT_FALSE(check_invariants(seg()).empty());
+    // repair() runs when the lock is taken after its holder died.
+    pid_t child = test::fork_child([&] {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        std::_Exit(0);
+        return 0;
+    });
+    ASSERT_EQ(test::wait_child(child), 0);
+    auto lock = sched_->lock(wakes_);
+    EXPECT_EQ(seg().header.recoveries.load(), 1u);
+    EXPECT_SOUND(seg());
+}
+
+// ---- one corruption at a time --------------------------------------------------
+
+TEST_F(InvariantsTest, CpuHeldByAFreedThread) {
+    populate();
+    sched_->free_thread(holder(0));
+    EXPECT_REPORTS(seg(), "CPU 0 (Running) is held by thread slot " + std::to_string(holder(0)) +
+                              ", which is freed (Unused)");
+}
+
+TEST_F(InvariantsTest, CpuHeldByAPoolThread) {
+    populate();
+    // As pool_push would, but pool_push asserts against this very mistake.
+    const int32_t t = holder(0);
+    seg().threads[t].state.store(ThreadState::Pool);
+    seg().threads[t].next = seg().procs[a_].pool_head;
+    seg().procs[a_].pool_head = t;
+    seg().procs[a_].pool_size += 1;
+    EXPECT_REPORTS(seg(), "held by thread slot " + std::to_string(t) + ", which is in state Pool");
+}
+
+TEST_F(InvariantsTest, CpuOwnerProcDisagreesWithItsThread) {
+    populate();
+    seg().cpus[0].owner_proc.store(b_);
+    EXPECT_REPORTS(seg(), "CPU 0 (Running) has owner_proc " + std::to_string(b_) +
+                              " but its holder, thread slot " + std::to_string(holder(0)) +
+                              ", belongs to process slot " + std::to_string(a_));
+}
+
+TEST_F(InvariantsTest, CpuHeldByAProcessThatLeft) {
+    populate();
+    seg().procs[a_].state.store(ProcState::Unused);
+    EXPECT_REPORTS(seg(), "CPU 0 (Running) is held by process slot " + std::to_string(a_) +
+                              ", which is not Alive");
+    EXPECT_REPORTS(seg(),
+                   "alive list: process slot " + std::to_string(a_) + " is listed but not Alive");
+}
+
+TEST_F(InvariantsTest, HeldCpuWithOutOfRangeOwner) {
+    populate();
+    seg().cpus[1].owner_thread.store(kMaxThreads);
+    seg().cpus[0].owner_proc.store(-7);
+    EXPECT_REPORTS(seg(), "CPU 1 (Idle) has owner_thread 8192, not a thread slot");
+    EXPECT_REPORTS(seg(), "CPU 0 (Running) has owner_proc -7, not a process slot");
+}
+
+TEST_F(InvariantsTest, FreeCpuWithAnOwner) {
+    populate();
+    seg().cpus[1].state.store(CpuState::Free); // as if set_free forgot the owner
+    EXPECT_REPORTS(seg(), "CPU 1 is Free but names owner_thread " + std::to_string(holder(1)));
+}
+
+TEST_F(InvariantsTest, ThreadOnTwoCpus) {
+    populate();
+    const int32_t t = holder(0);
+    seg().cpus[1].owner_thread.store(t);
+    seg().cpus[1].owner_proc.store(a_);
+    EXPECT_REPORTS(seg(), "thread slot " + std::to_string(t) + " holds 2 CPUs (0, 1)");
+}
+
+TEST_F(InvariantsTest, CycleInAPoolList) {
+    populate();
+    sched_->pool_push(sched_->alloc_thread(a_, 0, "worker", ThreadState::Blocked));
+    const int32_t head = seg().procs[a_].pool_head;
+    const int32_t second = seg().threads[head].next;
+    ASSERT_NE(second, kNone);
+    seg().threads[second].next = head;
+    EXPECT_REPORTS(seg(), "the pool list of process slot " + std::to_string(a_) +
+                              " has a cycle: it comes back to thread slot " + std::to_string(head));
+}
+
+TEST_F(InvariantsTest, CycleInTheFreeList) {
+    const int32_t head = seg().header.thread_free_head;
+    seg().threads[head + 5].next = head;
+    EXPECT_REPORTS(seg(), "the free list has a cycle: it comes back to thread slot " +
+                              std::to_string(head));
+    EXPECT_REPORTS(seg(), "is Unused but not on the free list");
+}
+
+TEST_F(InvariantsTest, SlotOnTwoLists) {
+    populate();
+    // b's pool list runs into a's pool thread.
+    const int32_t a_pool = seg().procs[a_].pool_head;
+    seg().threads[seg().procs[b_].pool_head].next = a_pool;
+    EXPECT_REPORTS(seg(), "thread slot " + std::to_string(a_pool) +
+                              " is on both the pool list of "
+                              "process slot " +
+                              std::to_string(a_) + " and the pool list of process slot " +
+                              std::to_string(b_));
+}
+
+TEST_F(InvariantsTest, UsedSlotOnTheFreeList) {
+    populate();
+    const int32_t t = holder(0);
+    seg().threads[t].next = seg().header.thread_free_head;
+    seg().header.thread_free_head = t;
+    EXPECT_REPORTS(seg(), "the free list holds thread slot " + std::to_string(t) +
+                              ", which is in use (state Running)");
+}
+
+TEST_F(InvariantsTest, FreeListLinkOutOfRange) {
+    seg().threads[seg().header.thread_free_head].next = 100000;
+    EXPECT_REPORTS(seg(), "the free list links to 100000, not a thread slot");
+}
+
+TEST_F(InvariantsTest, FreedSlotOffTheFreeList) {
+    populate();
+    const int32_t lost = seg().header.thread_free_head;
+    seg().header.thread_free_head = seg().threads[lost].next;
+    EXPECT_REPORTS(seg(),
+                   "thread slot " + std::to_string(lost) + " is Unused but not on the free list");
+}
+
+TEST_F(InvariantsTest, PoolThreadOffItsPoolList) {
+    populate();
+    // What a pool pop that leaves the state at Pool looks like.
+    const int32_t t = seg().procs[a_].pool_head;
+    seg().procs[a_].pool_head = seg().threads[t].next;
+    seg().procs[a_].pool_size -= 1;
+    EXPECT_REPORTS(seg(), "thread slot " + std::to_string(t) +
+                              " is in state Pool but not on the pool list of its process slot " +
+                              std::to_string(a_));
+}
+
+TEST_F(InvariantsTest, RunningThreadOnAPoolList) {
+    populate();
+    const int32_t t = holder(0);
+    seg().threads[t].next = seg().procs[a_].pool_head;
+    seg().procs[a_].pool_head = t;
+    seg().procs[a_].pool_size += 1;
+    EXPECT_REPORTS(seg(), "the pool list of process slot " + std::to_string(a_) +
+                              " holds thread slot " + std::to_string(t) +
+                              " in state Running, not Pool");
+}
+
+TEST_F(InvariantsTest, PoolThreadOfAnotherProcess) {
+    populate();
+    const int32_t t = seg().procs[a_].pool_head;
+    seg().threads[t].proc = b_;
+    EXPECT_REPORTS(seg(), "the pool list of process slot " + std::to_string(a_) +
+                              " holds thread slot " + std::to_string(t) + " of process slot " +
+                              std::to_string(b_));
+}
+
+TEST_F(InvariantsTest, WrongCounters) {
+    populate();
+    seg().header.unheld_cpus += 1;
+    EXPECT_REPORTS(seg(), "header: unheld_cpus is 2 but 1 CPUs are not Running");
+    seg().header.unheld_cpus -= 1;
+    seg().header.wakeable_cpus.store(1);
+    EXPECT_REPORTS(seg(), "header: wakeable_cpus is 1 but 0 CPUs are Free, Sleeping or Lent");
+    seg().header.wakeable_cpus.store(0);
+    EXPECT_SOUND(seg());
+    seg().procs[b_].threads += 3;
+    EXPECT_REPORTS(seg(), "process slot " + std::to_string(b_) +
+                              " counts 5 threads but 2 thread slots in use belong to it");
+    seg().procs[b_].threads -= 3;
+    seg().procs[a_].pool_size += 1;
+    EXPECT_REPORTS(seg(), "process slot " + std::to_string(a_) +
+                              " has pool_size 2 but its pool list holds 1 threads");
+}
+
+TEST_F(InvariantsTest, ProcessMissingFromTheAliveList) {
+    populate();
+    ASSERT_EQ(seg().header.alive_count, 2);
+    seg().header.alive_count = 1;
+    EXPECT_REPORTS(seg(), "process slot " + std::to_string(b_) +
+                              " is Alive but missing from the alive list");
+}
+
+TEST_F(InvariantsTest, AliveListEntriesBadOrTwice) {
+    populate();
+    seg().header.alive[1] = a_;
+    EXPECT_REPORTS(seg(), "alive list: process slot " + std::to_string(a_) + " is listed twice");
+    seg().header.alive[1] = kMaxProcs;
+    EXPECT_REPORTS(seg(), "alive list: entry 1 is 512, not a process slot");
+}
+
+TEST_F(InvariantsTest, ThreadOfADeadProcess) {
+    populate();
+    seg().threads[seg().procs[b_].pool_head].proc = 77;
+    EXPECT_REPORTS(seg(), "(Pool) belongs to process slot 77, which is not Alive");
+}
+
+TEST_F(InvariantsTest, BadIndicesAndStates) {
+    populate();
+    seg().cpus[0].turn_proc.store(kMaxProcs);
+    seg().cpus[1].stint_proc = -3;
+    seg().cpus[1].numa = 1;
+    seg().threads[holder(0)].grant.store(2);
+    seg().threads[holder(1)].bound_cpu.store(-2);
+    EXPECT_REPORTS(seg(), "CPU 0 has turn_proc 512, neither kNone nor a process slot");
+    EXPECT_REPORTS(seg(), "CPU 1 has stint_proc -3, neither kNone nor a process slot");
+    EXPECT_REPORTS(seg(), "CPU 1 is on NUMA node 1, not in 0..0");
+    EXPECT_REPORTS(seg(), "has grant 2, neither kNone nor a CPU");
+    EXPECT_REPORTS(seg(), "has bound_cpu -2, neither kNone nor a CPU");
+    seg().cpus[1].state.store(CpuState(9));
+    seg().threads[5000].state.store(ThreadState(77));
+    seg().procs[300].state.store(ProcState(3));
+    EXPECT_REPORTS(seg(), "CPU 1 has invalid state 9");
+    EXPECT_REPORTS(seg(), "thread slot 5000 has invalid state 77");
+    EXPECT_REPORTS(seg(), "process slot 300 has invalid state 3");
+}
+
+TEST_F(InvariantsTest, BadHeader) {
+    Header& h = seg().header;
+    h.magic.store(1);
+    h.abi_version = kAbiVersion + 1;
+    h.max_threads = 4;
+    h.cpu_count = kMaxCpus + 1;
+    h.numa_count = 0;
+    h.alive_count = -1;
+    auto found = check_invariants(seg());
+    for (const char* needle :
+         {"header: bad magic 1", "header: ABI version", "header: max_threads 4, expected 8192",
+          "header: cpu_count 257 is not in 1..256", "header: numa_count 0 is not in 1..64",
+          "header: alive_count -1 is not in 0..512"})
+        EXPECT_TRUE(reports(found, needle)) << needle << joined(found);
+    h.cpu_count = 0;
+    EXPECT_REPORTS(seg(), "header: cpu_count 0 is not in 1..256");
+}
+
+TEST_F(InvariantsTest, ManyViolationsAreCapped) {
+    // Every thread slot off the free list: 8192 violations.
+    seg().header.thread_free_head = kNone;
+    auto found = check_invariants(seg());
+    ASSERT_EQ(found.size(), 65u) << joined(found);
+    EXPECT_EQ(found.back(), "... and " + std::to_string(kMaxThreads - 64) + " more violations");
+}
+
+// ---- arbitrary bytes -----------------------------------------------------------
+
+// A Segment on the heap (so ASan sees reads past its end) overwritten with
+// words from `fill`, as another process could have written them.
+class RandomSegment {
+  public:
+    template <class Word>
+    void fill(Word word) {
+        for (auto& w : words_)
+            w = word();
+        std::memcpy(static_cast<void*>(segment_.get()), words_.data(), sizeof(Segment));
+    }
+    // A header that passes the fixed-field checks, so the deeper passes
+    // walk the random tables.
+    void plausible_header(int32_t cpus) {
+        Header& h = segment_->header;
+        h.magic.store(kMagic);
+        h.abi_version = kAbiVersion;
+        h.header_size = sizeof(Header);
+        h.total_size = sizeof(Segment);
+        h.max_cpus = kMaxCpus;
+        h.max_procs = kMaxProcs;
+        h.max_threads = kMaxThreads;
+        h.max_numa = kMaxNuma;
+        h.cpu_count = cpus;
+        h.numa_count = 1;
+    }
+    const Segment& get() const { return *segment_; }
+
+  private:
+    std::unique_ptr<Segment> segment_ = std::make_unique<Segment>();
+    std::vector<uint32_t> words_ = std::vector<uint32_t>(sizeof(Segment) / sizeof(uint32_t));
+};
+
+void expect_well_formed(const std::vector<std::string>& found, uint64_t seed) {
+    ASSERT_FALSE(found.empty()) << "seed " << seed;
+    EXPECT_LE(found.size(), 65u) << "seed " << seed;
+    for (const auto& v : found)
+        EXPECT_FALSE(v.empty()) << "seed " << seed;
+}
+
+TEST(InvariantsOnRandomBytes, UniformBytes) {
+    RandomSegment seg;
+    for (uint64_t seed = 0; seed < 40; ++seed) {
+        std::mt19937 rng{uint32_t(seed)};
+        seg.fill([&] { return uint32_t(rng()); });
+        expect_well_formed(check_invariants(seg.get()), seed);
+    }
+}
+
+TEST(InvariantsOnRandomBytes, PlausibleHeaderAndSmallIndices) {
+    // Small words make most indices in range and most states valid: lists
+    // get long, cyclic and shared, and every pass runs on garbage.
+    RandomSegment seg;
+    for (uint64_t seed = 0; seed < 60; ++seed) {
+        std::mt19937 rng{uint32_t(seed)};
+        const uint32_t span = std::array<uint32_t, 4>{3, 8, 600, 9000}[seed % 4];
+        seg.fill([&] { return uint32_t(int32_t(rng() % span) - 1); });
+        seg.plausible_header(int32_t(1 + seed % kMaxCpus));
+        expect_well_formed(check_invariants(seg.get()), seed);
+    }
+}
+
+TEST(InvariantsOnRandomBytes, SoundSegmentWithRandomDamage) {
+    // A sound segment, then a few random words overwritten: the checker
+    // finds something or nothing, but never misbehaves.
+    SegmentOptions o;
+    o.isolation = Isolation::Process;
+    o.initialize = format_two_cpus;
+    SegmentError e;
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+        SegmentMapping map = SegmentMapping::open(o, e);
+        ASSERT_TRUE(map) << e.message;
+        Segment& s = *map.get();
+        SharedScheduler sched(s);
+        WakeList w;
+        for (int i = 0; i < 3; ++i) {
+            int32_t p = sched.register_process(::getpid(), 1, "fuzz");
+            for (int k = 0; k < 3; ++k)
+                sched.pool_push(sched.alloc_thread(p, 0, "worker", ThreadState::Blocked));
+        }
+        sched.claim_unheld_cpu(0, {}, w);
+        ASSERT_TRUE(check_invariants(s).empty()) << joined(check_invariants(s));
+        // Damage where the state is: the header's lists and counters, the
+        // CPUs, and the slots in use.
+        const std::pair<const void*, size_t> regions[] = {
+            {&s.header.thread_free_head,
+             sizeof(Header) - (reinterpret_cast<const char*>(&s.header.thread_free_head) -
+                               reinterpret_cast<const char*>(&s.header))},
+            {&s.cpus[0], 2 * sizeof(CpuSlot)},
+            {&s.procs[0], 64},
+            {&s.procs[1], 64},
+            {&s.procs[2], 64},
+            {&s.threads[0], 16 * sizeof(ThreadSlot)},
+        };
+        std::mt19937 rng{uint32_t(seed)};
+        for (int i = 0; i < 1 + int(seed % 4); ++i) {
+            const auto& [start, bytes] = regions[rng() % std::size(regions)];
+            const size_t at = (rng() % (bytes / 4)) * 4;
+            const uint32_t word = rng() % 3 ? uint32_t(int32_t(rng() % 12) - 1) : uint32_t(rng());
+            std::memcpy(static_cast<char*>(const_cast<void*>(start)) + at, &word, sizeof word);
+        }
+        auto found = check_invariants(s);
+        EXPECT_LE(found.size(), 65u) << "seed " << seed;
+    }
+}
+
+} // namespace
