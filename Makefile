@@ -2,11 +2,12 @@
 # missing (Debian packages), builds, and runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
 
-.PHONY: all deps build demo demo-substrate test test-unit test-sanitize install format clean
+.PHONY: all deps build demo demo-substrate test test-unit test-sanitize test-tsan install format clean
 
 all: build
 
@@ -41,6 +42,19 @@ test-sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure --timeout 600 -L substrate
 
+# The in-process tests (ready queue; the whole runtime driven by many threads
+# on a private segment) under ThreadSanitizer with clang. Not part of `make
+# test`. Processes sharing a segment are out of TSan's sight (it sees one
+# process), so only what runs inside one process is checked.
+TSAN_TESTS = test-ready-queue test-torture-inprocess
+test-tsan: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOEXEC_TSAN=ON \
+	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF \
+	  -DCOEXEC_BUILD_BENCHMARKS=OFF
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
+	set -e; for t in $(TSAN_TESTS); do \
+	  TSAN_OPTIONS="second_deadlock_stack=1" $(TSAN_BUILD)/bin/$$t; done
+
 install: build
 	cmake --install $(BUILD)
 
@@ -48,4 +62,4 @@ format:
 	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' | grep -v '^adapters/openmp/patches/')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -1,5 +1,6 @@
 #include "harness.hpp"
 
+#include "inspect.hpp"
 #include "member.hpp"
 #include "scheduler/invariants.hpp"
 #include "scheduler/shared_scheduler.hpp"
@@ -87,79 +88,6 @@ std::string thread_states(pid_t pid) {
                proc_state(t + "/stat") + ", wchan " + read_small_file(t + "/wchan") + "\n";
     }
     ::closedir(d);
-    return out;
-}
-
-// A gdb Python script that prints the member's runtime: every thread
-// context it knows (workers and attached threads), its ready queue, and the
-// tasks named in `tasks` (addresses the member printed). Needs the debug
-// information of libcoexec; without it gdb says so and the stacks remain.
-std::string runtime_script(const std::vector<std::string>& tasks) {
-    std::string py = R"(python
-import gdb
-def show(expr):
-    try:
-        gdb.write("%s = %s\n" % (expr, gdb.parse_and_eval(expr)))
-    except gdb.error as e:
-        gdb.write("%s: %s\n" % (expr, e))
-try:
-    sym = gdb.lookup_global_symbol("coexec::core::Runtime::instance_") or \
-        gdb.lookup_static_symbol("coexec::core::Runtime::instance_")
-    rt = sym.value()["_M_b"]["_M_p"]
-    gdb.write("runtime %s\n" % rt)
-    r = rt.dereference()
-    slots = r["by_slot_"]["_M_impl"]
-    n = int(slots["_M_finish"] - slots["_M_start"])
-    for i in range(n):
-        ctx = slots["_M_start"][i]
-        if int(ctx) == 0:
-            continue
-        c = ctx.dereference()
-        batch = [str(c["batch"][k]) for k in range(int(c["batch_next"]), int(c["batch_end"]))]
-        gdb.write("context slot %d: worker %s attached %s cpu %s lent %s kept %s current %s "
-                  "assigned %s immediate %s batch %s\n" % (i, c["worker"], c["attached"],
-                  c["cpu"], c["lent_cpu"], c["kept_cpu"], c["current"], c["assigned"],
-                  c["immediate"], batch))
-    q = r["queue_"]
-    qt = q.type.template_argument(0)
-    gdb.write("queue = %s\n" % q.address.cast(qt.pointer().pointer()).dereference().dereference())
-except gdb.error as e:
-    gdb.write("runtime: %s\n" % e)
-end
-)";
-    for (const auto& t : tasks)
-        py += "python show(\"*(nosv_task*)" + t + "\")\n";
-    return py;
-}
-
-// Every thread's stack of a hung member, and its runtime's state, when gdb
-// is installed.
-std::string backtraces(pid_t pid, const std::vector<std::string>& tasks) {
-    if (::access("/usr/bin/gdb", X_OK) != 0) return "  (gdb is not installed: no stacks)\n";
-    OutputCapture script;
-    const std::string text = runtime_script(tasks);
-    if (::write(script.fd(), text.data(), text.size()) != ssize_t(text.size())) return {};
-    OutputCapture out;
-    const std::string script_path =
-        "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(script.fd());
-    pid_t gdb =
-        test_support::spawn({"/usr/bin/timeout", "60", "/usr/bin/gdb", "-p", std::to_string(pid),
-                             "-batch", "-nx", "-ex", "thread apply all bt", "-x", script_path},
-                            {}, -1, out.fd(), out.fd());
-    int status = 0;
-    ::waitpid(gdb, &status, 0);
-    return out.tail(32000);
-}
-
-// Task addresses in a member's report ("task 3 (0x7f...)").
-std::vector<std::string> task_addresses(const std::string& text) {
-    std::vector<std::string> out;
-    for (size_t at = text.find("task "); at != std::string::npos; at = text.find("task ", at + 1)) {
-        const size_t open = text.find("(0x", at);
-        const size_t close = text.find(')', open);
-        if (open == std::string::npos || close == std::string::npos || open > at + 16) continue;
-        out.push_back(text.substr(open + 1, close - open - 1));
-    }
     return out;
 }
 
@@ -478,7 +406,11 @@ void Harness::report_hung(MemberProc& m) {
     }
     what += "\n  its threads:\n" + thread_states(m.pid);
     what += "  the segment (read without the lock):\n" + dump_segment(*seg_.get());
-    what += "  stacks:\n" + backtraces(m.pid, task_addresses(m.out->tail()));
+    // gdb takes seconds: let stopped members go meanwhile.
+    const uint64_t now = now_ns();
+    for (auto& other : members_)
+        if (other->stopped && !other->kill_sent) cont_member(*other, now);
+    what += "  stacks:\n" + inspect_process(m.pid, task_addresses(m.out->tail()));
     fail_member(m, what);
     kill_member(m, false);
 }
@@ -589,6 +521,7 @@ void Harness::final_check() {
     {
         auto lock = sched.lock(wakes);
         final_violations_ = scheduler::check_invariants(s);
+        recoveries_ = s.header.recoveries.load(rlx);
         for (int c = 0; c < std::clamp(s.header.cpu_count, 0, shm::kMaxCpus); ++c) {
             const shm::CpuSlot& cpu = s.cpus[c];
             const auto st = cpu.state.load(rlx);
@@ -658,7 +591,8 @@ void Harness::print_report() {
                 "segment lock), %d continued; lock snipes %d hit, %d missed\n",
                 s.killed, s.killed_in_lock, s.stopped, s.stopped_in_lock, s.continued, s.snipes,
                 s.snipes_missed);
-    std::printf("kills survived: %d\n", s.killed);
+    std::printf("kills survived: %d; segment lock repairs after a dead holder: %llu\n", s.killed,
+                (unsigned long long)recoveries_);
     if (checker_) {
         std::printf("invariant checks: %llu, failed: %llu, distinct violations: %zu\n",
                     (unsigned long long)checker_->checks(),

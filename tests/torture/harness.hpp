@@ -31,7 +31,7 @@ struct MemberProc {
     bool kill_sent = false;
     bool stopped = false;
     uint64_t stopped_since_ns = 0, stopped_total_ns = 0, cont_due_ns = 0;
-    bool hung = false; // overdue: reported and killed by the harness
+    bool hung = false; // overdue or stuck: reported and killed by the harness
 };
 
 // What happened during the run, for the report.
@@ -104,6 +104,7 @@ class Harness {
     RunStats stats_;
     std::vector<std::string> failures_;
     int final_lost_ = 0;
+    uint64_t recoveries_ = 0; // repairs after a lock holder died (segment header)
     std::vector<std::string> final_violations_;
     bool segment_left_ = false;
     uint64_t start_ns_ = 0;

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     app.add_option("--stop-max-ms", o.stop_max_ms, "longest SIGSTOP before its SIGCONT")
         ->check(CLI::Range(1, 10000));
     app.add_option("--lost-ms", o.lost_ms,
-                   "a CPU held by a dead member for longer is lost (stop time excluded)")
+                   "a CPU still Running for a dead member this long (counting only time in which a "
+                   "live member had work for it and no member was stopped) is lost")
         ->check(CLI::Range(1, 100000));
     app.add_option("--check-min-ms", o.check_min_ms, "shortest gap between invariant checks")
         ->check(CLI::Range(1, 10000));
@@ -59,11 +60,11 @@ int main(int argc, char** argv) {
     sub->group(""); // hidden from --help
     sub->add_option("--board-fd", member.board_fd)->required();
     sub->add_option("--slot", member.slot)->required();
-    sub->add_option("--threads", member.threads)->required();
-    sub->add_option("--seed", member.seed)->required();
-    sub->add_option("--lifetime-ms", member.lifetime_ms)->required();
-    sub->add_option("--rounds", member.rounds)->required();
-    sub->add_option("--drain-ms", member.drain_ms)->required();
+    sub->add_option("--threads", member.work.threads)->required();
+    sub->add_option("--seed", member.work.seed)->required();
+    sub->add_option("--lifetime-ms", member.work.lifetime_ms)->required();
+    sub->add_option("--rounds", member.work.rounds)->required();
+    sub->add_option("--drain-ms", member.work.drain_ms)->required();
     sub->add_option("--parent", member.parent)->required();
     sub->add_flag("--sweep", member.sweep);
 
@@ -72,7 +73,10 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
-    if (sub->parsed()) return coexec::torture::run_member(member);
+    if (sub->parsed()) {
+        member.work.wait_when_stuck = true; // the harness looks, then kills
+        return coexec::torture::run_member(member);
+    }
 
     if (o.check_min_ms > o.check_max_ms || o.life_min_ms > o.life_max_ms) {
         std::fprintf(stderr, "coexec-torture: a --*-min-ms is larger than its --*-max-ms\n");

@@ -5,6 +5,7 @@
 #include "member.hpp"
 
 #include "board.hpp"
+#include "inspect.hpp"
 
 #include <coexec/ext.h>
 #include <nosv.h>
@@ -49,10 +50,20 @@ void die(int code, const char* fmt, ...) {
     ::_exit(code);
 }
 
+// What a driver thread is calling now, for the report of a stuck member;
+// null on other threads.
+thread_local std::atomic<const char*>* t_doing = nullptr;
+
+void doing(const char* what) {
+    if (t_doing) t_doing->store(what, std::memory_order_relaxed);
+}
+
 // Fails the member unless `rc` is `want`.
 #define EXPECT_RC(call, want)                                                                      \
     do {                                                                                           \
+        doing(#call);                                                                              \
         const int rc_ = (call);                                                                    \
+        doing("(between calls)");                                                                  \
         if (rc_ != (want))                                                                         \
             die(kExitApiError, "%s returned %d (%s), expected %d, at %s:%d", #call, rc_,           \
                 nosv_get_error_string(rc_), int(want), __FILE__, __LINE__);                        \
@@ -124,7 +135,9 @@ struct Member {
     // Every driver's TaskRecs, by request index (the drivers' own cells
     // have none).
     std::vector<TaskRec*> recs;
-    MemberArgs args;
+    // Each driver's current call (see doing()).
+    std::unique_ptr<std::atomic<const char*>[]> doing;
+    WorkloadArgs args;
     std::vector<int> cpus, numas; // system ids
     std::unique_ptr<Requests> req;
     std::atomic<bool> stop{false};
@@ -327,12 +340,17 @@ bool same_affinity(const nosv_affinity_t& a, const nosv_affinity_t& b) {
     return a.level == b.level && a.type == b.type && a.index == b.index;
 }
 
-void report_pending();
+std::vector<std::string> report_pending();
 
-// Tells the harness this member is stuck, so it can look at the segment and
-// the threads while they are still there; it kills us. Exits on its own if
-// it does not.
-[[noreturn]] void wait_for_inspection() {
+// Stuck: reports what is pending. Under the harness, tells it so (it looks
+// at the segment and the threads while they are still there, then kills
+// us); alone, looks at itself with gdb and exits.
+[[noreturn]] void stuck() {
+    const std::vector<std::string> tasks = report_pending();
+    if (!g_member->args.wait_when_stuck) {
+        std::fprintf(stderr, "%s", inspect_process(::getpid(), tasks).c_str());
+        die(kExitDrainTimeout, "stuck");
+    }
     g_member->stats->phase.store(Phase::Stuck, rel);
     ::sleep(120);
     die(kExitDrainTimeout, "stuck, and nobody came to look");
@@ -375,6 +393,7 @@ class Driver {
 };
 
 void Driver::run() {
+    t_doing = &g_member->doing[size_t(id_)];
     for (auto& r : recs_)
         create(r);
     while (!g_member->stop.load(acq)) {
@@ -384,6 +403,8 @@ void Driver::run() {
             detached_step();
     }
     drain();
+    doing("(done)");
+    t_doing = nullptr;
     g_member->drivers_done.fetch_add(1, rel);
 }
 
@@ -672,6 +693,7 @@ void Driver::probes() {
 
 void Driver::drain() {
     if (attached_) detach();
+    doing("(waiting for its tasks)");
     const uint64_t give_up = now_us() + uint64_t(g_member->args.drain_ms) * 1000;
     for (;;) {
         int pending = 0;
@@ -679,11 +701,10 @@ void Driver::drain() {
             pending += r.in_flight.load(acq);
         if (pending == 0) break;
         if (now_us() > give_up) {
-            report_pending();
             std::fprintf(stderr,
                          "torture member %d: driver %d: %d tasks did not complete within %u ms\n",
                          int(::getpid()), id_, pending, g_member->args.drain_ms);
-            wait_for_inspection();
+            stuck();
         }
         ::usleep(500);
     }
@@ -695,12 +716,25 @@ void Driver::drain() {
 
 // ---- the main thread ---------------------------------------------------
 
-void report_pending() {
+std::vector<std::string> report_pending() {
     static std::atomic<bool> once{false};
-    if (once.exchange(true)) return;
+    std::vector<std::string> addresses;
+    if (once.exchange(true)) return addresses;
     const Requests& rq = *g_member->req;
+    for (int d = 0; d < g_member->args.threads; ++d) {
+        const size_t self = size_t(g_member->args.threads * kTasksPerDriver + d);
+        std::fprintf(stderr, "torture member %d: driver %d is in %s%s\n", int(::getpid()), d,
+                     g_member->doing[size_t(d)].load(),
+                     rq.pause[self].load() ? " (pause request pending)" : "");
+    }
     for (TaskRec* r : g_member->recs) {
-        if (!r || !r->in_flight.load(acq)) continue;
+        // Tasks in flight, and every task of a driver still in a call.
+        if (!r) continue;
+        const int driver = r->index / kTasksPerDriver;
+        const bool busy =
+            std::strcmp(g_member->doing[size_t(driver)].load(), "(done)") != 0 &&
+            std::strcmp(g_member->doing[size_t(driver)].load(), "(waiting for its tasks)") != 0;
+        if (!r->in_flight.load(acq) && !busy) continue;
         const auto* s = static_cast<const Script*>(nosv_get_task_metadata(r->task));
         static const char* names[] = {"spin",  "yield", "schedpoint", "waitfor", "pause",
                                       "block", "lend",  "keep",       "event",   "waitfor-wake"};
@@ -709,16 +743,21 @@ void report_pending() {
             steps +=
                 std::string(" ") + names[size_t(s->steps[k])] + "/" + std::to_string(s->arg_us[k]);
         const size_t i = size_t(r->index);
+        char address[32];
+        std::snprintf(address, sizeof address, "%p", static_cast<void*>(r->task));
+        addresses.push_back(address);
         std::fprintf(stderr,
-                     "torture member %d: task %d (%p) not completed: submit flags %#llx, body "
+                     "torture member %d: task %d (%s) %s: submit flags %#llx, body "
                      "running %d, steps%s; requests pending: pause %d, wake %d, event %d; last "
                      "deadline-wake result %d\n",
-                     int(::getpid()), r->index, static_cast<void*>(r->task),
+                     int(::getpid()), r->index, address,
+                     r->in_flight.load() ? "not completed" : "completed",
                      (unsigned long long)r->last_flags, int(r->running.load()), steps.c_str(),
                      rq.pause[i].load() != nullptr, rq.wake[i].load() != nullptr,
                      rq.event[i].load() != nullptr, r->wake_rc.load());
     }
     std::fflush(stderr);
+    return addresses;
 }
 
 // Resumes, wakes and releases what the tasks asked for, until every driver
@@ -734,12 +773,11 @@ void serve_requests(Rng& rng, uint64_t stop_at_us) {
         }
         if (now_us() > give_up) {
             // A driver is stuck in a call (a blocking submit, a pause).
-            report_pending();
             std::fprintf(stderr,
                          "torture member %d: %d of %d drivers did not finish within %u ms\n",
                          int(::getpid()), m.args.threads - m.drivers_done.load(), m.args.threads,
                          m.args.drain_ms);
-            wait_for_inspection();
+            stuck();
         }
         for (size_t i = 0; i < rq.size; ++i) {
             if (rq.pause[i].load(rlx) && rng.one_in(2))
@@ -787,6 +825,9 @@ void run_round(Rng& rng, uint32_t lifetime_ms) {
     ENSURE(nosv_get_task_type_metadata(m.type) == &m, "nosv_get_task_type_metadata is wrong");
     m.req = std::make_unique<Requests>(size_t(m.args.threads) * (kTasksPerDriver + 1));
     m.recs.assign(m.req->size, nullptr);
+    m.doing.reset(new std::atomic<const char*>[size_t(m.args.threads)]);
+    for (int d = 0; d < m.args.threads; ++d)
+        m.doing[size_t(d)].store("(starting)", rlx);
     m.stop.store(false, rlx);
     m.drivers_done.store(0, rlx);
     m.stats->phase.store(Phase::Running, rlx);
@@ -823,13 +864,29 @@ int sweep() {
 
 } // namespace
 
+int run_workload(const WorkloadArgs& args, MemberSlot& stats) {
+    if (args.threads < 1 || args.rounds < 1) {
+        std::fprintf(stderr, "torture workload: bad arguments\n");
+        return kExitSetup;
+    }
+    static Member member; // outlives every thread that may still read it
+    member.args = args;
+    member.stats = &stats;
+    g_member = &member;
+    Rng rng(args.seed);
+    for (int round = 0; round < args.rounds; ++round)
+        run_round(rng, args.lifetime_ms / uint32_t(args.rounds));
+    stats.phase.store(Phase::Done, rel);
+    g_member = nullptr;
+    return 0;
+}
+
 int run_member(const MemberArgs& args) {
     // Die with the harness: a member left behind would hold the segment.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != args.parent) return kExitSetup;
     if (args.sweep) return sweep();
-    if (args.board_fd < 0 || args.slot < 0 || args.slot >= kBoardSlots || args.threads < 1 ||
-        args.rounds < 1) {
+    if (args.board_fd < 0 || args.slot < 0 || args.slot >= kBoardSlots) {
         std::fprintf(stderr, "torture member: bad arguments\n");
         return kExitSetup;
     }
@@ -839,16 +896,9 @@ int run_member(const MemberArgs& args) {
         return kExitSetup;
     }
     ::close(args.board_fd);
-    static Member member; // outlives every thread that may still read it
-    member.args = args;
-    member.stats = &static_cast<Board*>(p)->slots[size_t(args.slot)];
-    g_member = &member;
-    Rng rng(args.seed);
-    for (int round = 0; round < args.rounds; ++round)
-        run_round(rng, args.lifetime_ms / uint32_t(args.rounds));
-    member.stats->phase.store(Phase::Done, rel);
+    const int rc = run_workload(args.work, static_cast<Board*>(p)->slots[size_t(args.slot)]);
     ::munmap(p, sizeof(Board));
-    return 0;
+    return rc;
 }
 
 } // namespace coexec::torture
