@@ -221,8 +221,12 @@ void Harness::on_exit(MemberProc& m, int status, uint64_t now) {
     if (o_.verbose)
         std::printf("[%8.1f ms] member #%d pid %d %s\n", ms(now - start_ns_), m.serial, m.pid,
                     describe_status(status).c_str());
-    if (m.hung) return; // reported already
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!m.sweep && (!m.kill_sent || m.hung)) {
+        ++stats_.never_killed;
+        stats_.never_killed_ok += clean && !m.hung;
+    }
+    if (m.hung) return; // reported already
     if (clean && m.sweep) {
         ++stats_.sweeps;
     } else if (clean) {
@@ -585,8 +589,9 @@ void Harness::print_report() {
                     (unsigned long long)s.ops[size_t(op)]);
     }
     std::printf("  %-22s %10llu\n", "total", (unsigned long long)total);
-    std::printf("members: %d started, %d finished their work, %d finished late\n", s.spawned,
-                s.finished, s.finished_late);
+    std::printf("members: %d started, %d finished their work, %d finished late; never killed: %d, "
+                "of which %d finished their work (all tasks completed, exit code 0)\n",
+                s.spawned, s.finished, s.finished_late, s.never_killed, s.never_killed_ok);
     std::printf("disruptions: %d killed (%d inside the segment lock), %d stopped (%d inside the "
                 "segment lock), %d continued; lock snipes %d hit, %d missed\n",
                 s.killed, s.killed_in_lock, s.stopped, s.stopped_in_lock, s.continued, s.snipes,

@@ -38,6 +38,7 @@ struct MemberProc {
 struct RunStats {
     std::array<uint64_t, kOpCount> ops{};
     int spawned = 0, finished = 0, finished_late = 0;
+    int never_killed = 0, never_killed_ok = 0; // members the killer never SIGKILLed
     int killed = 0, killed_in_lock = 0;
     int stopped = 0, stopped_in_lock = 0, continued = 0;
     int snipes = 0, snipes_missed = 0;
