@@ -3,11 +3,12 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+TSAN_BUILD ?= build-tsan
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
 
-.PHONY: all deps build demo demo-substrate test test-unit test-sanitize test-fuzz install format clean
+.PHONY: all deps build demo demo-substrate test test-unit test-sanitize test-fuzz test-tsan install format clean
 
 all: build
 
@@ -51,6 +52,19 @@ test-fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target coexec_fuzz_targets
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
+# The in-process tests (ready queue; the whole runtime driven by many threads
+# on a private segment) under ThreadSanitizer with clang. Not part of `make
+# test`. Processes sharing a segment are out of TSan's sight (it sees one
+# process), so only what runs inside one process is checked.
+TSAN_TESTS = test-ready-queue test-torture-inprocess
+test-tsan: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOEXEC_TSAN=ON \
+	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF \
+	  -DCOEXEC_BUILD_BENCHMARKS=OFF
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
+	set -e; for t in $(TSAN_TESTS); do \
+	  TSAN_OPTIONS="second_deadlock_stack=1" $(TSAN_BUILD)/bin/$$t; done
+
 install: build
 	cmake --install $(BUILD)
 
@@ -58,4 +72,4 @@ format:
 	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' | grep -v '^adapters/openmp/patches/')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
