@@ -207,7 +207,7 @@ std::string dump_segment(const Segment& s) {
         if (t >= 0 && t < kMaxThreads) {
             const ThreadSlot& th = s.threads[t];
             std::snprintf(line, sizeof line, " (%s, proc %d, tid %d)",
-                          thread_state(th.state.load(rlx)), th.proc, th.tid);
+                          thread_state(th.state.load(rlx)), th.proc, th.tid.load(rlx));
             out += line;
         }
         out += "\n";
@@ -228,7 +228,7 @@ std::string dump_segment(const Segment& s) {
         if (st == ThreadState::Unused) continue;
         ++shown;
         std::snprintf(line, sizeof line, "  thread %d: %s, proc %d, tid %d, grant %d, %.31s\n", t,
-                      thread_state(st), th.proc, th.tid, th.grant.load(rlx), th.label);
+                      thread_state(st), th.proc, th.tid.load(rlx), th.grant.load(rlx), th.label);
         out += line;
     }
     return out;
