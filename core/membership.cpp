@@ -1,5 +1,6 @@
 #include "membership.hpp"
 
+#include "scheduler/invariants.hpp"
 #include "scheduler/topology.hpp"
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"
@@ -62,24 +63,35 @@ int Membership::join(const Config& config, std::string& why) {
     }
     sched_ = std::make_unique<scheduler::SharedScheduler>(segment());
     auto& sched = *sched_;
-    bool discovered = true;
+    bool discovered = true, corrupt = false;
     WakeList wakes;
     {
         auto lock = sched.lock(wakes);
+        // A segment found at attach may hold anything: it is checked whole
+        // before this process trusts a single index in it.
+        if (const auto violations = scheduler::check_invariants(segment()); !violations.empty()) {
+            lock.skip_check();
+            why = "shared segment " + mapping_.shm_name() + " is corrupt: " + violations.front() +
+                  (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) +
+                                               " more; `coexec check` lists them)"
+                                         : "") +
+                  "; remove it with `coexec reset --force`";
+            corrupt = true;
+        }
         // Once per interval system-wide, not at every join: a burst of N
         // joins would hold the lock for N^2 reads of /proc. A segment whose
         // members all died is still reclaimed now: its oldest died too.
-        if (sched.claim_reap(now_ns(), scheduler::SharedScheduler::kReapIntervalNs) ||
-            !sched.oldest_member_alive())
+        if (!corrupt && (sched.claim_reap(now_ns(), scheduler::SharedScheduler::kReapIntervalNs) ||
+                         !sched.oldest_member_alive()))
             sched.reap_dead(wakes);
-        if (!sched.formatted() || sched.empty()) {
+        if (!corrupt && (!sched.formatted() || sched.empty())) {
             // A fresh segment, or nobody is left: (re)claim it with this
             // process's view.
             std::vector<scheduler::CpuInfo> cpus;
             discovered = scheduler::discover_cpus(config.binding, cpus, why);
             if (discovered) sched.format(cpus, settings);
         }
-        if (discovered) {
+        if (!corrupt && discovered) {
             const pid_t pid = ::getpid();
             const uint64_t start = process_start_time(pid);
             proc_ = sched.register_process(pid, start, process_name());
@@ -89,6 +101,10 @@ int Membership::join(const Config& config, std::string& why) {
         }
     }
     wakes.flush(segment());
+    if (corrupt) {
+        mapping_ = {};
+        return NOSV_ERR_UNKNOWN;
+    }
     if (!discovered) {
         mapping_.remove_if_last(); // a segment without CPUs is of no use
         mapping_ = {};

@@ -21,6 +21,9 @@ class SchedulerLock {
     // Debug builds: aborts with every violation on stderr if the segment is
     // not sound.
     ~SchedulerLock();
+    // The segment was found corrupt under this lock and is left alone: do
+    // not check it again at release.
+    void skip_check() { check_ = Check::No; }
     SchedulerLock(const SchedulerLock&) = delete;
     SchedulerLock& operator=(const SchedulerLock&) = delete;
 

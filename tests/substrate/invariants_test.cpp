@@ -7,6 +7,9 @@
 #include "scheduler/shared_scheduler.hpp"
 #include "shm/liveness.hpp"
 
+#include <coexec/ext.h>
+#include <nosv.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -546,3 +549,30 @@ TEST(InvariantsOnRandomBytes, SoundSegmentWithRandomDamage) {
 }
 
 } // namespace
+
+// A process joining a corrupt segment gets a clear error from nosv_init and
+// never trusts its indices.
+TEST(InvariantsAtAttach, ACorruptSegmentIsRefusedAtInit) {
+    test::ScopedSegment scoped;
+    SegmentOptions o = scoped.options();
+    o.create = true;
+    o.initialize = format_two_cpus;
+    SegmentError e;
+    SegmentMapping map = SegmentMapping::open(o, e);
+    ASSERT_TRUE(map) << e.message;
+    SharedScheduler sched(*map.get());
+    {
+        WakeList w;
+        auto lock = sched.lock(w);
+        // A live member (this process), so the join does not reclaim the
+        // segment, with a thread count that no table backs.
+        ASSERT_NE(sched.register_process(::getpid(), process_start_time(::getpid()), "x"), kNone);
+        lock.skip_check();
+        map->procs[0].threads.store(7);
+    }
+    EXPECT_EQ(nosv_init(), NOSV_ERR_UNKNOWN);
+    const std::string why = coexec_last_error();
+    EXPECT_NE(why.find("is corrupt: process slot 0 counts 7 threads"), std::string::npos) << why;
+    EXPECT_NE(why.find("coexec reset --force"), std::string::npos) << why;
+    EXPECT_EQ(map->header.alive_count, 1); // untouched
+}
