@@ -126,6 +126,10 @@ static_assert(kOnPoolBase + kMaxProcs <= UINT16_MAX);
 struct Scratch {
     std::array<uint16_t, kMaxThreads> list{};     // see kOnNoList
     std::array<uint8_t, kMaxThreads> cpus_held{}; // saturates at 255
+    // Each CPU's holder and state as the CPU pass read them, so a message
+    // names what was counted even if a holder moves on lock-free meanwhile.
+    std::array<int32_t, kMaxCpus> holder{};
+    std::array<CpuState, kMaxCpus> state{};
     std::array<int16_t, kMaxProcs> threads_in_use{};
     std::array<uint8_t, kMaxProcs> on_alive_list{};
 };
@@ -235,6 +239,7 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
         const CpuState st = cpu.state.load(rlx);
         const int32_t proc = cpu.owner_proc.load(rlx);
         const int32_t thread = cpu.owner_thread.load(rlx);
+        k.holder[size_t(c)] = kNone;
         unheld += is_unheld(st);
         wakeable += is_wakeable(st);
         if (!valid(st)) r.add("CPU ", c, " has invalid state ", uint32_t(st));
@@ -262,6 +267,8 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
             continue;
         }
         if (k.cpus_held[size_t(thread)] < UINT8_MAX) ++k.cpus_held[size_t(thread)];
+        k.holder[size_t(c)] = thread;
+        k.state[size_t(c)] = st;
         const ThreadSlot& th = s.threads[thread];
         const ThreadState ts = th.state.load(rlx);
         if (ts == ThreadState::Unused)
@@ -368,9 +375,11 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
         if (uint8_t n = k.cpus_held[size_t(t)]; n > 1) {
             std::string which; // named only while the report has room
             for (int32_t c = 0; c < b.cpus && !r.full(); ++c)
-                if (held(s.cpus[c].state.load(rlx)) && s.cpus[c].owner_thread.load(rlx) == t)
-                    which += (which.empty() ? "" : ", ") + std::to_string(c);
-            r.add("thread slot ", t, " holds ", n, " CPUs (", which, ")");
+                if (k.holder[size_t(c)] == t)
+                    which += (which.empty() ? "" : ", ") + std::to_string(c) + " " +
+                             cpu_state_name(k.state[size_t(c)]);
+            r.add("thread slot ", t, " holds ", n, " CPUs (", which, "); it is ",
+                  thread_state_name(st), " with grant ", th.grant.load(rlx));
         }
     }
     for (int32_t p = 0; p < b.procs; ++p)

@@ -250,7 +250,7 @@ TEST_F(InvariantsTest, ThreadOnTwoCpus) {
     const int32_t t = holder(0);
     seg().cpus[1].owner_thread.store(t);
     seg().cpus[1].owner_proc.store(a_);
-    EXPECT_REPORTS(seg(), "thread slot " + std::to_string(t) + " holds 2 CPUs (0, 1)");
+    EXPECT_REPORTS(seg(), "thread slot " + std::to_string(t) + " holds 2 CPUs (0 Running, 1 Idle)");
 }
 
 TEST_F(InvariantsTest, CycleInAPoolList) {
