@@ -15,19 +15,29 @@ CpuBinding::CpuBinding(scheduler::SharedScheduler& sched)
 
 void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
+    const int32_t system_cpu = sched_.segment().cpus[cpu].system_id;
     if (!self.keeps_affinity) {
         sched_.bind_thread(self.slot, cpu); // usually the granter bound us already
+        // A granter's binding moves a sleeping thread at once, but one that
+        // spun on another CPU (an idle holder handed work elsewhere) runs
+        // on there until the kernel migrates it, beside that CPU's new
+        // holder. Setting its own affinity migrates the caller before the
+        // call returns; sched_getcpu() is a vDSO read.
+        if (sched_getcpu() != system_cpu) pin_self(system_cpu);
         return;
     }
     // Usually the kernel keeps the thread where it last held this CPU, and
     // sched_getcpu() (a vDSO call) costs far less than two affinity changes
     // per grant. When the kernel has put it elsewhere, pin it: left alone it
     // may share a CPU with another coexec thread for milliseconds.
-    const int32_t system_cpu = sched_.segment().cpus[cpu].system_id;
     if (sched_getcpu() == system_cpu) return;
     if (!self.pinned)
         self.pinned =
             pthread_getaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask) == 0;
+    pin_self(system_cpu);
+}
+
+void CpuBinding::pin_self(int32_t system_cpu) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(system_cpu, &one);

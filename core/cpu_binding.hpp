@@ -45,6 +45,9 @@ class CpuBinding {
     static constexpr uint64_t kKeptGraceNs = 1'000'000;
 
   private:
+    // Runs the calling thread on kernel CPU `system_cpu` only, migrating it
+    // there before returning.
+    static void pin_self(int32_t system_cpu);
     bool reclaim_kept(ThreadContext& self);
     bool reclaim_lent(ThreadContext& self);
 
