@@ -35,6 +35,9 @@ bool parse_isolation(const std::string& text, Isolation& out);
 const char* isolation_name(Isolation isolation);
 
 // A mapping of the segment; unmapped on destruction. Movable, not copyable.
+// A mapping made by open() that is the last one of its segment removes the
+// segment's name on destruction when no process is registered in it, so a
+// reader racing the last process out leaves nothing in /dev/shm.
 class SegmentMapping {
   public:
     SegmentMapping() = default;
@@ -45,7 +48,11 @@ class SegmentMapping {
     SegmentMapping& operator=(const SegmentMapping&) = delete;
 
     // Attaches to (or creates) the segment. On failure returns an empty
-    // mapping and fills `error`.
+    // mapping and fills `error`. With `options.create`, an existing segment
+    // this version cannot use (another ABI version, foreign, truncated or
+    // half-created) is formatted afresh when no open mapping of it exists
+    // in any process; one still in use is refused (VersionMismatch or
+    // Foreign). Without `create` such a segment is always refused.
     static SegmentMapping open(const SegmentOptions& options, SegmentError& error);
 
     // Maps the same segment once more, at a different address.
@@ -72,9 +79,15 @@ class SegmentMapping {
     SegmentMapping(Segment* s, int fd, std::string name)
         : segment_(s), fd_(fd), shm_name_(std::move(name)) {}
     void reset();
+    // remove_if_last(), and with `only_if_empty` only when no process is
+    // registered in the segment.
+    bool remove_if_last_and(bool only_if_empty) const;
     Segment* segment_ = nullptr;
     int fd_ = -1;
     std::string shm_name_;
+    // Made by open(), with an open file description (and locks) of its own;
+    // map_again()'s copies share the original's.
+    bool primary_ = false;
 };
 
 } // namespace coexec::shm

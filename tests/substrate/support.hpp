@@ -61,7 +61,8 @@ template <typename T>
 class Shared {
   public:
     Shared() {
-        void* p = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        void* p =
+            ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) std::abort();
         ptr_ = new (p) T{};
     }
