@@ -42,14 +42,15 @@ demo: build
 demo-substrate: build
 	@bash scripts/demo.sh $(BUILD)
 
-# Every test of the main (gcc) build, then the substrate suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer with clang, then the Release
-# builds of both compilers. Warnings are errors here (COEXEC_WERROR), not in
-# `make build`: the main build dir is re-configured with the option on, which
-# stays in its cache (so build/ is compiled once, not once per setting).
+# Every test of the main (gcc) build, then the Release builds of both
+# compilers, then the substrate suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer with clang. Warnings are errors here
+# (COEXEC_WERROR), not in `make build`: the main build dir is re-configured
+# with the option on, which stays in its cache (so build/ is compiled once,
+# not once per setting).
 test: test-main
-	$(MAKE) test-sanitize
 	$(MAKE) test-builds
+	$(MAKE) test-sanitize
 
 test-main: deps
 	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DCMAKE_BUILD_TYPE=RelWithDebInfo) \
