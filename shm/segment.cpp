@@ -277,9 +277,7 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
         ::close(fd);
         return {};
     }
-    SegmentMapping mapping(s, fd, name);
-    mapping.primary_ = true;
-    return mapping;
+    return SegmentMapping(s, fd, name);
 }
 
 SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
@@ -289,12 +287,15 @@ SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
             fail(SegmentError::Kind::System, "a process-private segment cannot be mapped again");
         return {};
     }
-    int fd = ::dup(fd_);
-    Segment* s = fd >= 0 ? map_fd(fd, kSize) : nullptr;
-    if (!s) {
-        if (fd >= 0) ::close(fd);
+    // Its own open file description (not a dup), so it holds its own share
+    // of the in-use lock and leaves as any other mapping does.
+    const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+    int fd = ::open(self.c_str(), O_RDWR | O_CLOEXEC);
+    Segment* s = nullptr;
+    if (fd < 0 || !ofd_lock(fd, F_RDLCK, kInUseByte, true) || !(s = map_fd(fd, kSize))) {
         error =
             fail(SegmentError::Kind::System, errno_text("cannot map shared segment", shm_name_));
+        if (fd >= 0) ::close(fd);
         return {};
     }
     return SegmentMapping(s, fd, shm_name_);
@@ -309,24 +310,13 @@ bool SegmentMapping::unlink(const SegmentOptions& options, std::string& message)
 }
 
 bool SegmentMapping::remove_if_last() const {
-    return remove_if_last_and(false);
-}
-
-bool SegmentMapping::remove_if_last_and(bool only_if_empty) const {
     if (fd_ < 0 || shm_name_.empty()) return false;
     bool removed = false;
     if (ofd_lock(fd_, F_WRLCK, kCreationByte, true)) {
         // Converting our shared in-use lock to exclusive succeeds only if no
-        // other open file description holds it: nobody else has the segment,
-        // so nobody can register in it while we look at alive_count.
-        // Our segment must still own the name: once it was removed, the name
-        // may be a newer segment's. Removers hold the creation lock, so the
-        // name cannot change hands between this check and the unlink.
-        struct stat st {};
-        const bool named = ::fstat(fd_, &st) == 0 && st.st_nlink > 0;
-        if (named && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
-            if (!only_if_empty || segment_->header.alive_count == 0)
-                removed = ::shm_unlink(shm_name_.c_str()) == 0;
+        // other open file description holds it: nobody else has the segment.
+        if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
+            removed = ::shm_unlink(shm_name_.c_str()) == 0;
             ofd_lock(fd_, F_RDLCK, kInUseByte, true);
         }
         ofd_lock(fd_, F_UNLCK, kCreationByte, false);
@@ -334,15 +324,37 @@ bool SegmentMapping::remove_if_last_and(bool only_if_empty) const {
     return removed;
 }
 
+bool SegmentMapping::still_named() const {
+    // Once our segment's name was removed, the name may be a newer
+    // segment's. Removers hold the creation lock, so the answer holds until
+    // the caller releases it.
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && st.st_nlink > 0;
+}
+
+void SegmentMapping::leave() const {
+    // Leavers take turns under the creation lock, and each drops its share
+    // of the in-use lock before the next one looks: so the last one out
+    // always sees that it is last, even when two leave at once (the last
+    // process shutting down while `coexec top` reads the segment).
+    if (!ofd_lock(fd_, F_WRLCK, kCreationByte, true)) return;
+    // Exclusive: nobody else has the segment mapped, so nobody can register
+    // in it while we read alive_count.
+    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false) &&
+        segment_->header.alive_count == 0)
+        ::shm_unlink(shm_name_.c_str());
+    ofd_lock(fd_, F_UNLCK, kInUseByte, false);
+    ofd_lock(fd_, F_UNLCK, kCreationByte, false);
+}
+
 void SegmentMapping::reset() {
-    // The last process to leave may have found a reader (`coexec top`)
-    // still mapping the segment: then the reader, last out, removes it.
-    if (primary_ && segment_) remove_if_last_and(true);
+    // A fork() child shares its parent's open file description (and locks):
+    // only the process that opened the mapping leaves through it.
+    if (segment_ && fd_ >= 0 && !shm_name_.empty() && owner_ == ::getpid()) leave();
     if (segment_) ::munmap(segment_, kSize);
     if (fd_ >= 0) ::close(fd_);
     segment_ = nullptr;
     fd_ = -1;
-    primary_ = false;
 }
 
 SegmentMapping::~SegmentMapping() {
@@ -351,7 +363,7 @@ SegmentMapping::~SegmentMapping() {
 
 SegmentMapping::SegmentMapping(SegmentMapping&& o) noexcept
     : segment_(std::exchange(o.segment_, nullptr)), fd_(std::exchange(o.fd_, -1)),
-      shm_name_(std::move(o.shm_name_)), primary_(std::exchange(o.primary_, false)) {}
+      shm_name_(std::move(o.shm_name_)), owner_(o.owner_) {}
 
 SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
     if (this != &o) {
@@ -359,7 +371,7 @@ SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
         segment_ = std::exchange(o.segment_, nullptr);
         fd_ = std::exchange(o.fd_, -1);
         shm_name_ = std::move(o.shm_name_);
-        primary_ = std::exchange(o.primary_, false);
+        owner_ = o.owner_;
     }
     return *this;
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace coexec::shm {
 
@@ -35,9 +36,9 @@ bool parse_isolation(const std::string& text, Isolation& out);
 const char* isolation_name(Isolation isolation);
 
 // A mapping of the segment; unmapped on destruction. Movable, not copyable.
-// A mapping made by open() that is the last one of its segment removes the
-// segment's name on destruction when no process is registered in it, so a
-// reader racing the last process out leaves nothing in /dev/shm.
+// The last mapping of a segment to be destroyed removes the segment's name
+// when no process is registered in it, so a reader (`coexec top`) racing the
+// last process out leaves nothing in /dev/shm.
 class SegmentMapping {
   public:
     SegmentMapping() = default;
@@ -77,17 +78,18 @@ class SegmentMapping {
 
   private:
     SegmentMapping(Segment* s, int fd, std::string name)
-        : segment_(s), fd_(fd), shm_name_(std::move(name)) {}
+        : segment_(s), fd_(fd), shm_name_(std::move(name)), owner_(::getpid()) {}
     void reset();
-    // remove_if_last(), and with `only_if_empty` only when no process is
-    // registered in the segment.
-    bool remove_if_last_and(bool only_if_empty) const;
+    // Whether the name still refers to this segment. Call with the
+    // creation lock held.
+    bool still_named() const;
+    // Drops this mapping's share of the in-use lock, first removing the name
+    // if it is the last mapping and no process is registered.
+    void leave() const;
     Segment* segment_ = nullptr;
     int fd_ = -1;
     std::string shm_name_;
-    // Made by open(), with an open file description (and locks) of its own;
-    // map_again()'s copies share the original's.
-    bool primary_ = false;
+    pid_t owner_ = 0; // the process that made the mapping
 };
 
 } // namespace coexec::shm

@@ -386,9 +386,55 @@ TEST(Segment, LastReaderOutRemovesTheSegmentOfAFinishedRun) {
         ASSERT_EQ(test::wait_child(member), 0);
         EXPECT_EQ(reader->header.alive_count, 0);
         EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while still mapped";
-        // A second view of the reader's own mapping is not another user.
+        // Leaving while another view is still mapped removes nothing.
         again = SegmentMapping();
-        EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed by the reader's second view";
+        EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while the reader still maps it";
     }
     EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last reader out left the segment behind";
+}
+
+// Mappings that leave at the same moment: whichever is last sees it is last
+// and removes the segment, in every round.
+TEST(Segment, MappingsLeavingAtOnceLeaveNothingBehind) {
+    constexpr int kRounds = 40;
+    constexpr int kChildren = 3;
+    struct Flags {
+        std::atomic<int> ready, go;
+    };
+    Shared<Flags> flags;
+    for (int round = 0; round < kRounds; ++round) {
+        auto o = named(unique("leave") + "r" + std::to_string(round));
+        Unlinker u{o};
+        const std::string path = "/dev/shm" + segment_shm_name(o);
+        SegmentError e;
+        auto mine = std::make_unique<SegmentMapping>(SegmentMapping::open(o, e));
+        ASSERT_TRUE(*mine) << e.message;
+        flags->ready = 0;
+        flags->go = 0;
+        std::vector<pid_t> children;
+        for (int c = 0; c < kChildren; ++c)
+            children.push_back(test::fork_child([&] {
+                auto attach = o;
+                attach.create = false;
+                SegmentError ce;
+                auto m = SegmentMapping::open(attach, ce);
+                if (!m) return 11;
+                flags->ready++;
+                // Spin, to leave together with the others (bounded, should
+                // the parent be gone).
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                while (!flags->go.load() && std::chrono::steady_clock::now() < give_up) {
+                }
+                m = SegmentMapping();
+                return 0;
+            }));
+        for (int i = 0; i < 6000 && flags->ready.load() < kChildren; ++i)
+            ::usleep(1000);
+        ASSERT_EQ(flags->ready.load(), kChildren);
+        flags->go = 1;
+        mine.reset();
+        for (pid_t c : children)
+            ASSERT_EQ(test::wait_child(c), 0);
+        ASSERT_NE(::access(path.c_str(), F_OK), 0) << "left behind in round " << round;
+    }
 }
