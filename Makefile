@@ -6,9 +6,23 @@ FUZZ_BUILD ?= build-fuzz
 TSAN_BUILD ?= build-tsan
 JOBS ?= 2
 CMAKE_FLAGS ?=
+# The substrate alone (no adapters): the sanitizer and compiler-matrix builds.
+SUBSTRATE_ONLY = -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF \
+  -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF
+# Fails a test run that leaves coexec segments or libomp files in /dev/shm.
+SHM_CHECK = bash scripts/check-shm-leaks.sh
+# The builds `make test-builds` compiles, each in build-<name>, with the
+# compilers and build type below.
+TEST_BUILDS = release-gcc release-clang relwithdebinfo-clang
+build-release-gcc-compilers = CC=gcc CXX=g++
+build-release-gcc-type = Release
+build-release-clang-compilers = CC=clang-14 CXX=clang++-14
+build-release-clang-type = Release
+build-relwithdebinfo-clang-compilers = CC=clang-14 CXX=clang++-14
+build-relwithdebinfo-clang-type = RelWithDebInfo
 
-
-.PHONY: all deps build demo demo-substrate test test-unit test-sanitize test-fuzz test-tsan install format clean
+.PHONY: all deps build demo demo-substrate test test-main test-sanitize test-builds test-fuzz \
+  test-tsan $(addprefix test-build-,$(TEST_BUILDS)) install format clean
 
 all: build
 
@@ -30,37 +44,60 @@ demo: build
 demo-substrate: build
 	@bash scripts/demo.sh $(BUILD)
 
-# Every test of the main (gcc) build, then the substrate suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer with clang.
-test: build
-	ctest --test-dir $(BUILD) --output-on-failure --timeout 600
+# Every test of the main (gcc) build, then the Release builds of both
+# compilers, then the substrate suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer with clang, the in-process parts under
+# ThreadSanitizer, and a bounded run of each fuzzer. Warnings are errors here
+# (COEXEC_WERROR), not in `make build`: the main build dir is re-configured
+# with the option on, which stays in its cache (so build/ is compiled once,
+# not once per setting).
+test: test-main
+	$(MAKE) test-builds
 	$(MAKE) test-sanitize
+	$(MAKE) test-tsan
+	$(MAKE) test-fuzz FUZZ_SECONDS=$(or $(FUZZ_SECONDS),10)
+
+test-main: deps
+	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DCMAKE_BUILD_TYPE=RelWithDebInfo) \
+	  -DCOEXEC_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS)
+	$(SHM_CHECK) ctest --test-dir $(BUILD) --output-on-failure --timeout 600
 
 test-sanitize: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCOEXEC_SANITIZE=ON \
-	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF
+	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure --timeout 600 -L substrate
+	  $(SHM_CHECK) ctest --test-dir $(ASAN_BUILD) --output-on-failure --timeout 600 -L substrate
+
+# The build types users pick, with both compilers, must compile without a
+# warning: the substrate, CLI, tests, examples and substrate benchmarks (the
+# adapters take too long to build three more times). The examples run as a
+# smoke test of each build.
+test-builds: $(addprefix test-build-,$(TEST_BUILDS))
+
+$(addprefix test-build-,$(TEST_BUILDS)): test-build-%: deps
+	$(build-$*-compilers) cmake -S . -B build-$* -DCMAKE_BUILD_TYPE=$(build-$*-type) \
+	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY) >/dev/null
+	cmake --build build-$* -j$(JOBS)
+	$(SHM_CHECK) ctest --test-dir build-$* --output-on-failure --timeout 120 -R '^example\.'
 
 # libFuzzer targets (tests/fuzz) with clang, ASan and UBSan: every committed
 # input once, then a bounded run of each target (FUZZ_SECONDS, default 20).
 test-fuzz: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCOEXEC_SANITIZE=ON -DCOEXEC_FUZZ=ON $(if $(FUZZ_SECONDS),-DCOEXEC_FUZZ_SECONDS=$(FUZZ_SECONDS)) \
-	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF
+	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY)
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target coexec_fuzz_targets
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
 # The in-process tests (ready queue; the whole runtime driven by many threads
-# on a private segment) under ThreadSanitizer with clang. Not part of `make
-# test`. Processes sharing a segment are out of TSan's sight (it sees one
+# on a private segment) under ThreadSanitizer with clang. Processes sharing a segment are out of TSan's sight (it sees one
 # process), so only what runs inside one process is checked.
 TSAN_TESTS = test-ready-queue test-torture-inprocess
 test-tsan: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOEXEC_TSAN=ON \
-	  -DCOEXEC_WITH_OPENMP=OFF -DCOEXEC_WITH_TBB=OFF -DCOEXEC_WITH_POCL=OFF -DCOEXEC_WITH_OVERSUBSCRIPTION=OFF \
-	  -DCOEXEC_BUILD_BENCHMARKS=OFF
+	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY) -DCOEXEC_BUILD_BENCHMARKS=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	set -e; for t in $(TSAN_TESTS); do \
 	  TSAN_OPTIONS="second_deadlock_stack=1" $(TSAN_BUILD)/bin/$$t; done
@@ -72,4 +109,4 @@ format:
 	clang-format-14 -i $$(git ls-files '*.cpp' '*.hpp' | grep -v '^adapters/openmp/patches/')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD) $(addprefix build-,$(TEST_BUILDS))

@@ -109,6 +109,20 @@ Segment* map_fd(int fd, size_t size) {
     return p == MAP_FAILED ? nullptr : static_cast<Segment*>(p);
 }
 
+// Sizes the file to a zeroed segment of this version and formats it. The
+// caller holds the creation lock, and nobody else has the segment mapped.
+Segment* create_fresh(int fd, const SegmentOptions& options, const std::string& name,
+                      SegmentError& error) {
+    Segment* s = nullptr;
+    // Truncating to 0 first zeroes whatever an older segment left.
+    if (::ftruncate(fd, 0) != 0 || ::ftruncate(fd, off_t(kSize)) != 0 || !(s = map_fd(fd, kSize))) {
+        error = fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
+        return nullptr;
+    }
+    format(*new (s) Segment, options);
+    return s;
+}
+
 // Refuses a segment that another user could have planted or can tamper with.
 SegmentError check_owner(int fd, const SegmentOptions& options, const std::string& name) {
     struct stat st {};
@@ -225,35 +239,37 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
     // We hold the creation lock (dropped by the kernel if we die here).
     struct stat st {};
     ::fstat(fd, &st);
+    const size_t size = size_t(st.st_size);
     Segment* s = nullptr;
-    if (st.st_size == 0 && options.create) {
+    if (size == 0 && options.create) {
         // Our umask must not narrow a group or public segment.
         ::fchmod(fd, mode);
-        if (::ftruncate(fd, off_t(kSize)) != 0 || !(s = map_fd(fd, kSize))) {
-            error =
-                fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
-        } else {
-            format(*new (s) Segment, options);
-        }
-    } else if (size_t(st.st_size) < sizeof(Header)) {
+        s = create_fresh(fd, options, name, error);
+    } else if (size < sizeof(Header)) {
         error =
             fail(SegmentError::Kind::Foreign,
                  "shared segment " + name + " is truncated; remove it with `coexec reset --force`");
-    } else if (!(s = map_fd(fd, size_t(st.st_size)))) {
+    } else if (!(s = map_fd(fd, size))) {
         error = fail(SegmentError::Kind::System, errno_text("cannot map shared segment", name));
-    } else if (s->header.magic.load(std::memory_order_acquire) == 0 &&
-               size_t(st.st_size) == kSize && options.create) {
-        // A creator died before publishing: format it again.
-        std::memset(static_cast<void*>(s), 0, kSize);
-        format(*new (s) Segment, options);
-    } else if (auto e = validate(*s, size_t(st.st_size), name)) {
-        ::munmap(s, size_t(st.st_size));
+    } else {
+        error = validate(*s, size, name);
+    }
+    if (error && s) {
+        ::munmap(s, size);
         s = nullptr;
-        error = e;
+    }
+    // A segment this coexec cannot use (another ABI version, truncated, or
+    // never published because its creator died) that no process has open is
+    // a leftover: start it afresh. One that is in use stays, and the error
+    // says why. Holding the creation lock, no opener can slip in between.
+    if (error && error.kind != SegmentError::Kind::System && options.create &&
+        ofd_lock(fd, F_WRLCK, kInUseByte, false)) {
+        error = {};
+        s = create_fresh(fd, options, name, error);
     }
     if (s && !ofd_lock(fd, F_RDLCK, kInUseByte, true)) {
         error = fail(SegmentError::Kind::System, errno_text("cannot lock shared segment", name));
-        ::munmap(s, size_t(st.st_size));
+        ::munmap(s, kSize);
         s = nullptr;
     }
     ofd_lock(fd, F_UNLCK, kCreationByte, false);
@@ -271,12 +287,15 @@ SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
             fail(SegmentError::Kind::System, "a process-private segment cannot be mapped again");
         return {};
     }
-    int fd = ::dup(fd_);
-    Segment* s = fd >= 0 ? map_fd(fd, kSize) : nullptr;
-    if (!s) {
-        if (fd >= 0) ::close(fd);
+    // Its own open file description (not a dup), so it holds its own share
+    // of the in-use lock and leaves as any other mapping does.
+    const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+    int fd = ::open(self.c_str(), O_RDWR | O_CLOEXEC);
+    Segment* s = nullptr;
+    if (fd < 0 || !ofd_lock(fd, F_RDLCK, kInUseByte, true) || !(s = map_fd(fd, kSize))) {
         error =
             fail(SegmentError::Kind::System, errno_text("cannot map shared segment", shm_name_));
+        if (fd >= 0) ::close(fd);
         return {};
     }
     return SegmentMapping(s, fd, shm_name_);
@@ -296,7 +315,7 @@ bool SegmentMapping::remove_if_last() const {
     if (ofd_lock(fd_, F_WRLCK, kCreationByte, true)) {
         // Converting our shared in-use lock to exclusive succeeds only if no
         // other open file description holds it: nobody else has the segment.
-        if (ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
+        if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
             removed = ::shm_unlink(shm_name_.c_str()) == 0;
             ofd_lock(fd_, F_RDLCK, kInUseByte, true);
         }
@@ -305,7 +324,33 @@ bool SegmentMapping::remove_if_last() const {
     return removed;
 }
 
+bool SegmentMapping::still_named() const {
+    // Once our segment's name was removed, the name may be a newer
+    // segment's. Removers hold the creation lock, so the answer holds until
+    // the caller releases it.
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && st.st_nlink > 0;
+}
+
+void SegmentMapping::leave() const {
+    // Leavers take turns under the creation lock, and each drops its share
+    // of the in-use lock before the next one looks: so the last one out
+    // always sees that it is last, even when two leave at once (the last
+    // process shutting down while `coexec top` reads the segment).
+    if (!ofd_lock(fd_, F_WRLCK, kCreationByte, true)) return;
+    // Exclusive: nobody else has the segment mapped, so nobody can register
+    // in it while we read alive_count.
+    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false) &&
+        segment_->header.alive_count == 0)
+        ::shm_unlink(shm_name_.c_str());
+    ofd_lock(fd_, F_UNLCK, kInUseByte, false);
+    ofd_lock(fd_, F_UNLCK, kCreationByte, false);
+}
+
 void SegmentMapping::reset() {
+    // A fork() child shares its parent's open file description (and locks):
+    // only the process that opened the mapping leaves through it.
+    if (segment_ && fd_ >= 0 && !shm_name_.empty() && owner_ == ::getpid()) leave();
     if (segment_) ::munmap(segment_, kSize);
     if (fd_ >= 0) ::close(fd_);
     segment_ = nullptr;
@@ -318,7 +363,7 @@ SegmentMapping::~SegmentMapping() {
 
 SegmentMapping::SegmentMapping(SegmentMapping&& o) noexcept
     : segment_(std::exchange(o.segment_, nullptr)), fd_(std::exchange(o.fd_, -1)),
-      shm_name_(std::move(o.shm_name_)) {}
+      shm_name_(std::move(o.shm_name_)), owner_(o.owner_) {}
 
 SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
     if (this != &o) {
@@ -326,6 +371,7 @@ SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
         segment_ = std::exchange(o.segment_, nullptr);
         fd_ = std::exchange(o.fd_, -1);
         shm_name_ = std::move(o.shm_name_);
+        owner_ = o.owner_;
     }
     return *this;
 }

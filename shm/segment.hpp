@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace coexec::shm {
 
@@ -35,6 +36,9 @@ bool parse_isolation(const std::string& text, Isolation& out);
 const char* isolation_name(Isolation isolation);
 
 // A mapping of the segment; unmapped on destruction. Movable, not copyable.
+// The last mapping of a segment to be destroyed removes the segment's name
+// when no process is registered in it, so a reader (`coexec top`) racing the
+// last process out leaves nothing in /dev/shm.
 class SegmentMapping {
   public:
     SegmentMapping() = default;
@@ -45,7 +49,11 @@ class SegmentMapping {
     SegmentMapping& operator=(const SegmentMapping&) = delete;
 
     // Attaches to (or creates) the segment. On failure returns an empty
-    // mapping and fills `error`.
+    // mapping and fills `error`. With `options.create`, an existing segment
+    // this version cannot use (another ABI version, foreign, truncated or
+    // half-created) is formatted afresh when no open mapping of it exists
+    // in any process; one still in use is refused (VersionMismatch or
+    // Foreign). Without `create` such a segment is always refused.
     static SegmentMapping open(const SegmentOptions& options, SegmentError& error);
 
     // Maps the same segment once more, at a different address.
@@ -70,11 +78,18 @@ class SegmentMapping {
 
   private:
     SegmentMapping(Segment* s, int fd, std::string name)
-        : segment_(s), fd_(fd), shm_name_(std::move(name)) {}
+        : segment_(s), fd_(fd), shm_name_(std::move(name)), owner_(::getpid()) {}
     void reset();
+    // Whether the name still refers to this segment. Call with the
+    // creation lock held.
+    bool still_named() const;
+    // Drops this mapping's share of the in-use lock, first removing the name
+    // if it is the last mapping and no process is registered.
+    void leave() const;
     Segment* segment_ = nullptr;
     int fd_ = -1;
     std::string shm_name_;
+    pid_t owner_ = 0; // the process that made the mapping
 };
 
 } // namespace coexec::shm

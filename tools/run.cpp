@@ -66,10 +66,14 @@ bool set_loader_env(const RunOptions& o, const fs::path& lib) {
             return false;
         }
         if (!built || (any && !requested(o, a))) continue;
-        if (a.preload)
-            preload += (preload.empty() ? "" : ":") + file.string();
-        else
+        // Appended piecewise: `"literal" + std::string&&` trips a false
+        // -Wrestrict in gcc 12 at -O2 (a known gcc 12 false positive).
+        if (a.preload) {
+            if (!preload.empty()) preload += ':';
+            preload += file.string();
+        } else {
             lib_path = file.parent_path().string() + ":" + lib_path;
+        }
     }
     prepend_env("LD_LIBRARY_PATH", lib_path);
     if (!preload.empty()) prepend_env("LD_PRELOAD", preload);

@@ -1,6 +1,6 @@
 // Crash safety: a process killed while it holds CPUs or the segment lock
 // does not stop the others; a segment of dead processes is reclaimed; a
-// corrupt segment is refused with an error, not a crash.
+// corrupt segment in use is refused with an error, not a crash.
 #include "support.hpp"
 #include "workload.hpp"
 
@@ -8,6 +8,7 @@
 
 #include <nosv.h>
 
+#include <cstring>
 #include <fcntl.h>
 #include <thread>
 #include <vector>
@@ -155,14 +156,23 @@ TEST(Crash, SegmentOfDeadProcessesIsReclaimedAtInit) {
         EXPECT_NE(map->cpus[c].state.load(), shm::CpuState::Running);
 }
 
-TEST(Crash, CorruptSegmentGivesAnErrorNotACrash) {
+TEST(Crash, CorruptSegmentInUseGivesAnErrorNotACrash) {
     test::ScopedSegment seg;
     auto o = seg.options();
-    int fd = ::shm_open(shm::segment_shm_name(o).c_str(), O_CREAT | O_RDWR, 0600);
-    ASSERT_GE(fd, 0);
-    std::vector<char> junk(1 << 16, 0x5a);
-    ASSERT_EQ(::write(fd, junk.data(), junk.size()), ssize_t(junk.size()));
-    ::close(fd);
-    pid_t child = test::fork_child([] { return -nosv_init(); });
-    EXPECT_EQ(test::wait_child(child), -NOSV_ERR_UNKNOWN);
+    o.create = true;
+    shm::SegmentError e;
+    {
+        // Our mapping keeps it in use while it is overwritten with junk.
+        auto m = shm::SegmentMapping::open(o, e);
+        ASSERT_TRUE(m) << e.message;
+        std::memset(static_cast<void*>(m.get()), 0x5a, 1 << 16);
+        pid_t child = test::fork_child([] { return -nosv_init(); });
+        EXPECT_EQ(test::wait_child(child), -NOSV_ERR_UNKNOWN);
+    }
+    // Unused, the junk is a leftover: the next process starts afresh.
+    pid_t child = test::fork_child([] {
+        if (nosv_init() != 0) return 11;
+        return nosv_shutdown() == 0 ? 0 : 12;
+    });
+    EXPECT_EQ(test::wait_child(child), 0);
 }

@@ -13,7 +13,8 @@ test -e "$libdir/libnosv.so" || { echo "libnosv.so link missing"; exit 1; }
 export NOSV_CONFIG_OVERRIDE=shared_memory.name=install$$
 
 # 1. A nOS-V program, unchanged, with -lnosv.
-${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/c/tasks.c" -I"$prefix/include" -L"$libdir" -lnosv \
+# shellcheck disable=SC2086 # WARNING_FLAGS is a list of flags.
+${CC:-cc} -std=c11 ${WARNING_FLAGS:--Wall -Wextra -Werror} "$src/examples/c/tasks.c" -I"$prefix/include" -L"$libdir" -lnosv \
   -Wl,-rpath,"$libdir" -o "$work/tasks"
 "$work/tasks" 1000
 

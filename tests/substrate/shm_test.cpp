@@ -1,13 +1,17 @@
-// The shared segment: naming and permissions, identity checks, two
-// mappings, robust lock with a dead holder, process liveness.
+// The shared segment: naming and permissions, identity checks, leftover
+// segments reclaimed, two mappings, robust lock with a dead holder, process
+// liveness.
 #include "support.hpp"
 
 #include "shm/liveness.hpp"
 #include "shm/robust_mutex.hpp"
 
+#include <nosv.h>
+
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <vector>
 
 using namespace coexec;
 using coexec::test::Shared;
@@ -33,6 +37,30 @@ struct Unlinker {
         SegmentMapping::unlink(o, m);
     }
 };
+
+// Writes a segment file by hand, as another program or version would.
+void write_file(const SegmentOptions& o, const void* data, size_t size) {
+    int fd = ::shm_open(segment_shm_name(o).c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, data, size), ssize_t(size));
+    ::close(fd);
+}
+
+off_t file_size(const SegmentOptions& o) {
+    struct stat st {};
+    if (::stat(("/dev/shm" + segment_shm_name(o)).c_str(), &st) != 0) return -1;
+    return st.st_size;
+}
+
+// A freshly formatted segment of this version.
+void expect_fresh(const SegmentMapping& m, const SegmentOptions& o) {
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->header.magic.load(), kMagic);
+    EXPECT_EQ(m->header.abi_version, kAbiVersion);
+    EXPECT_EQ(m->header.total_size, sizeof(Segment));
+    EXPECT_EQ(m->header.alive_count, 0);
+    EXPECT_EQ(file_size(o), off_t(sizeof(Segment)));
+}
 
 } // namespace
 
@@ -84,46 +112,151 @@ TEST(Segment, AttachWithoutCreateReportsMissingSegment) {
     EXPECT_NE(e.message.find("no coexec segment"), std::string::npos);
 }
 
-TEST(Segment, ForeignSegmentIsRejectedWithClearError) {
+TEST(Segment, ForeignSegmentIsRefusedOnAttachAndReplacedWhenUnused) {
     auto o = named(unique("foreign"));
     Unlinker u{o};
-    int fd = ::shm_open(segment_shm_name(o).c_str(), O_CREAT | O_RDWR, 0600);
-    ASSERT_GE(fd, 0);
     std::string junk(8192, 'x');
-    ASSERT_EQ(::write(fd, junk.data(), junk.size()), ssize_t(junk.size()));
-    ::close(fd);
+    write_file(o, junk.data(), junk.size());
     SegmentError e;
-    auto m = SegmentMapping::open(o, e);
-    EXPECT_FALSE(m);
+    auto attach = o;
+    attach.create = false;
+    EXPECT_FALSE(SegmentMapping::open(attach, e));
     EXPECT_EQ(e.kind, SegmentError::Kind::Foreign);
     EXPECT_NE(e.message.find("not a coexec segment"), std::string::npos);
+    // Nobody has it open: a creating open starts afresh.
+    auto m = SegmentMapping::open(o, e);
+    ASSERT_TRUE(m) << e.message;
+    expect_fresh(m, o);
 }
 
-TEST(Segment, OtherAbiVersionIsRejectedWithClearError) {
+TEST(Segment, OldAbiSegmentWithoutUsersIsReplaced) {
+    auto o = named(unique("oldabi"));
+    Unlinker u{o};
+    // What an older coexec left: its own header, a smaller segment, and
+    // non-zero state beyond the header.
+    std::vector<char> old(64 * 1024, '\x5a');
+    Header h{};
+    h.magic.store(kMagic);
+    h.abi_version = kAbiVersion - 1;
+    h.total_size = old.size();
+    std::memcpy(static_cast<void*>(old.data()), &h, sizeof(h));
+    write_file(o, old.data(), old.size());
+    SegmentError e;
+    auto m = SegmentMapping::open(o, e);
+    ASSERT_TRUE(m) << e.message;
+    expect_fresh(m, o);
+    // Zeroed, not just re-headed: the old bytes are gone.
+    const auto* bytes = reinterpret_cast<const unsigned char*>(m.get());
+    EXPECT_EQ(bytes[old.size() - 1], 0);
+    EXPECT_EQ(m->threads[0].proc, 0);
+}
+
+TEST(Segment, OtherAbiSegmentInUseIsRefusedWithClearError) {
     auto o = named(unique("abi"));
     Unlinker u{o};
-    SegmentError e;
-    {
-        auto m = SegmentMapping::open(o, e);
-        ASSERT_TRUE(m);
+    struct Flags {
+        std::atomic<bool> mapped, release;
+    };
+    Shared<Flags> flags;
+    // A live process of "another version": it maps the segment (holding it
+    // in use, as every open mapping does) and its header says another ABI.
+    pid_t user = test::fork_child([&] {
+        SegmentError ce;
+        auto m = SegmentMapping::open(o, ce);
+        if (!m) return 11;
         m->header.abi_version = kAbiVersion + 7;
-    }
+        flags->mapped = true;
+        for (int i = 0; i < 6000 && !flags->release; ++i)
+            ::usleep(5000);
+        return 0;
+    });
+    for (int i = 0; i < 6000 && !flags->mapped; ++i)
+        ::usleep(5000);
+    ASSERT_TRUE(flags->mapped);
+    SegmentError e;
     auto m = SegmentMapping::open(o, e);
     EXPECT_FALSE(m);
     EXPECT_EQ(e.kind, SegmentError::Kind::VersionMismatch);
-    EXPECT_NE(e.message.find("ABI version"), std::string::npos);
+    EXPECT_NE(e.message.find("ABI version " + std::to_string(kAbiVersion + 7)), std::string::npos)
+        << e.message;
+    flags->release = true;
+    EXPECT_EQ(test::wait_child(user), 0);
+    // Its last user is gone: now it is a leftover and is replaced.
+    m = SegmentMapping::open(o, e);
+    ASSERT_TRUE(m) << e.message;
+    expect_fresh(m, o);
 }
 
-TEST(Segment, TruncatedSegmentIsRejected) {
+TEST(Segment, TruncatedSegmentIsRefusedOnAttachAndReplacedWhenUnused) {
     auto o = named(unique("trunc"));
     Unlinker u{o};
-    int fd = ::shm_open(segment_shm_name(o).c_str(), O_CREAT | O_RDWR, 0600);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::ftruncate(fd, 16), 0);
-    ::close(fd);
+    char bytes[16] = {};
+    write_file(o, bytes, sizeof(bytes));
     SegmentError e;
-    EXPECT_FALSE(SegmentMapping::open(o, e));
+    auto attach = o;
+    attach.create = false;
+    EXPECT_FALSE(SegmentMapping::open(attach, e));
     EXPECT_EQ(e.kind, SegmentError::Kind::Foreign);
+    EXPECT_NE(e.message.find("truncated"), std::string::npos);
+    auto m = SegmentMapping::open(o, e);
+    ASSERT_TRUE(m) << e.message;
+    expect_fresh(m, o);
+}
+
+// A process killed while it holds a CPU leaves its segment behind; the next
+// nosv_init reaps it and starts from a clean segment, and nothing is left
+// in /dev/shm once that process shuts down.
+TEST(Segment, SegmentOfKilledProcessIsReclaimedAtNextInit) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + segment_shm_name(seg.options());
+    pid_t dead = test::fork_child([] {
+        nosv_task_t t;
+        if (nosv_init() != 0 || nosv_attach(&t, nullptr, "x", 0) != 0) return 11;
+        ::raise(SIGKILL);
+        return 0;
+    });
+    ASSERT_EQ(test::wait_child(dead), 128 + SIGKILL);
+    ASSERT_EQ(::access(path.c_str(), F_OK), 0) << "the killed process left its segment";
+    {
+        auto m = seg.map();
+        ASSERT_TRUE(m);
+        EXPECT_EQ(m->header.alive_count, 1); // nobody noticed yet
+        int running = 0;
+        for (int c = 0; c < m->header.cpu_count; ++c)
+            running += m->cpus[c].state.load() == CpuState::Running;
+        EXPECT_EQ(running, 1);
+    }
+    {
+        auto m = seg.map(); // a reader (`coexec ps`) does not remove a segment with members
+    }
+    ASSERT_EQ(::access(path.c_str(), F_OK), 0) << "a reader removed the dead process's segment";
+    struct Seen {
+        std::atomic<int> alive_count{-1}, cpus{0}, free_cpus{0}, unowned_cpus{0};
+        std::atomic<pid_t> alive_pid{0};
+    };
+    Shared<Seen> seen;
+    pid_t next = test::fork_child([&] {
+        if (nosv_init() != 0) return 11;
+        {
+            auto m = seg.map();
+            if (!m) return 12;
+            seen->alive_count = m->header.alive_count;
+            if (m->header.alive_count > 0) seen->alive_pid = m->procs[m->header.alive[0]].pid;
+            seen->cpus = m->header.cpu_count;
+            for (int c = 0; c < m->header.cpu_count; ++c) {
+                seen->free_cpus += m->cpus[c].state.load() == CpuState::Free;
+                seen->unowned_cpus += m->cpus[c].owner_proc.load() == kNone;
+            }
+        }
+        return nosv_shutdown() == 0 ? 0 : 13;
+    });
+    ASSERT_EQ(test::wait_child(next, std::chrono::seconds(20)), 0);
+    EXPECT_EQ(seen->alive_count.load(), 1) << "the dead process is still registered";
+    EXPECT_EQ(seen->alive_pid.load(), next);
+    EXPECT_GT(seen->cpus.load(), 0);
+    EXPECT_EQ(seen->free_cpus.load(), seen->cpus.load()) << "CPUs of the dead process not freed";
+    EXPECT_EQ(seen->unowned_cpus.load(), seen->cpus.load());
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last process out leaves nothing behind";
 }
 
 TEST(Segment, TwoMappingsAtDifferentAddressesSeeTheSameState) {
@@ -222,4 +355,86 @@ TEST(Segment, RemovedOnlyByTheLastOpenMapping) {
     auto c = SegmentMapping::open(o, e);
     ASSERT_TRUE(c) << e.message;
     EXPECT_EQ(c->header.alive_count, 0);
+}
+
+// The last process out cannot remove the segment while a reader (`coexec
+// top`) has it mapped; the reader, last out, removes it then.
+TEST(Segment, LastReaderOutRemovesTheSegmentOfAFinishedRun) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + segment_shm_name(seg.options());
+    struct Flags {
+        std::atomic<bool> registered, release;
+    };
+    Shared<Flags> flags;
+    pid_t member = test::fork_child([&] {
+        if (nosv_init() != 0) return 11;
+        flags->registered = true;
+        for (int i = 0; i < 6000 && !flags->release; ++i)
+            ::usleep(5000);
+        return nosv_shutdown() == 0 ? 0 : 12;
+    });
+    for (int i = 0; i < 6000 && !flags->registered; ++i)
+        ::usleep(5000);
+    ASSERT_TRUE(flags->registered);
+    {
+        auto reader = seg.map();
+        ASSERT_TRUE(reader);
+        SegmentError e;
+        auto again = reader.map_again(e);
+        ASSERT_TRUE(again) << e.message;
+        flags->release = true;
+        ASSERT_EQ(test::wait_child(member), 0);
+        EXPECT_EQ(reader->header.alive_count, 0);
+        EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while still mapped";
+        // Leaving while another view is still mapped removes nothing.
+        again = SegmentMapping();
+        EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while the reader still maps it";
+    }
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last reader out left the segment behind";
+}
+
+// Mappings that leave at the same moment: whichever is last sees it is last
+// and removes the segment, in every round.
+TEST(Segment, MappingsLeavingAtOnceLeaveNothingBehind) {
+    constexpr int kRounds = 40;
+    constexpr int kChildren = 3;
+    struct Flags {
+        std::atomic<int> ready, go;
+    };
+    Shared<Flags> flags;
+    for (int round = 0; round < kRounds; ++round) {
+        auto o = named(unique("leave") + "r" + std::to_string(round));
+        Unlinker u{o};
+        const std::string path = "/dev/shm" + segment_shm_name(o);
+        SegmentError e;
+        auto mine = std::make_unique<SegmentMapping>(SegmentMapping::open(o, e));
+        ASSERT_TRUE(*mine) << e.message;
+        flags->ready = 0;
+        flags->go = 0;
+        std::vector<pid_t> children;
+        for (int c = 0; c < kChildren; ++c)
+            children.push_back(test::fork_child([&] {
+                auto attach = o;
+                attach.create = false;
+                SegmentError ce;
+                auto m = SegmentMapping::open(attach, ce);
+                if (!m) return 11;
+                flags->ready++;
+                // Spin, to leave together with the others (bounded, should
+                // the parent be gone).
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                while (!flags->go.load() && std::chrono::steady_clock::now() < give_up) {
+                }
+                m = SegmentMapping();
+                return 0;
+            }));
+        for (int i = 0; i < 6000 && flags->ready.load() < kChildren; ++i)
+            ::usleep(1000);
+        ASSERT_EQ(flags->ready.load(), kChildren);
+        flags->go = 1;
+        mine.reset();
+        for (pid_t c : children)
+            ASSERT_EQ(test::wait_child(c), 0);
+        ASSERT_NE(::access(path.c_str(), F_OK), 0) << "left behind in round " << round;
+    }
 }

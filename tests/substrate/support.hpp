@@ -24,7 +24,10 @@ class ScopedSegment {
   public:
     explicit ScopedSegment(const std::string& extra = "") {
         static int counter = 0;
-        name_ = "t" + std::to_string(::getpid()) + "x" + std::to_string(counter++);
+        // Built from chars and appends: `"t" + std::string` and assigning
+        // "t" both trip a false -Wrestrict in gcc 12 at -O2.
+        name_ = std::string(1, 't').append(std::to_string(::getpid())).append(1, 'x');
+        name_ += std::to_string(counter++);
         std::string ov = "shared_memory.name=" + name_;
         if (!extra.empty()) ov += "," + extra;
         ::setenv("NOSV_CONFIG_OVERRIDE", ov.c_str(), 1);
@@ -58,7 +61,8 @@ template <typename T>
 class Shared {
   public:
     Shared() {
-        void* p = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        void* p =
+            ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) std::abort();
         ptr_ = new (p) T{};
     }

@@ -149,9 +149,10 @@ TEST(TbbAdapter, DisabledFallsBackToStockTbbWithOneLine) {
     EXPECT_NE(outcome.err.find("COEXEC_DISABLE"), std::string::npos) << outcome.err;
 }
 
-TEST(TbbAdapter, CorruptSegmentFallsBackToStockTbbWithOneLine) {
-    // A segment file too short to hold a header: nosv_init() must refuse it.
-    const std::string name = "tbbtest-corrupt-" + std::to_string(getpid());
+TEST(TbbAdapter, UnusableSegmentFallsBackToStockTbbWithOneLine) {
+    // A segment file others may write to (an unused corrupt one would just
+    // be formatted afresh): nosv_init() must refuse it.
+    const std::string name = "tbbtest-unusable-" + std::to_string(getpid());
     const std::filesystem::path segment =
         "/dev/shm/coexec." + name + ".u" + std::to_string(geteuid());
     {
@@ -159,7 +160,8 @@ TEST(TbbAdapter, CorruptSegmentFallsBackToStockTbbWithOneLine) {
         garbage << "garbage";
     }
     std::filesystem::permissions(segment, std::filesystem::perms::owner_read |
-                                              std::filesystem::perms::owner_write);
+                                              std::filesystem::perms::owner_write |
+                                              std::filesystem::perms::others_write);
     const Outcome outcome = run_scenario(
         "parallel_reduce", adapted({{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + name},
                                     {"NOSV_CONFIG", std::nullopt}}));

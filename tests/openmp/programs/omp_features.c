@@ -6,6 +6,8 @@
  * from every thread of a team, and "handshake" busy-waits in user code for a
  * teammate (run these two in two processes at once). */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <omp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -140,6 +142,19 @@ static void pause_resource(void) {
     CHECK(sum == sum_to(1000));
 }
 
+/* libomp registers each process in /dev/shm/__KMP_REGISTERED_LIB_<pid>_<uid>
+ * and removes the file at exit; a child that leaves by _exit() keeps it, so
+ * its parent removes it once the child is reaped. */
+static void remove_libomp_registration(pid_t pid) {
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "__KMP_REGISTERED_LIB_%d_", (int)pid);
+    DIR* dir = opendir("/dev/shm");
+    if (!dir) return;
+    for (struct dirent* e; (e = readdir(dir)) != NULL;)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) unlinkat(dirfd(dir), e->d_name, 0);
+    closedir(dir);
+}
+
 static void fork_after_openmp(void) {
     long sum = 0;
 #pragma omp parallel for reduction(+ : sum)
@@ -156,6 +171,7 @@ static void fork_after_openmp(void) {
     }
     int status = 0;
     CHECK(waitpid(pid, &status, 0) == pid);
+    remove_libomp_registration(pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
