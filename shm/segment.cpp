@@ -36,7 +36,7 @@ std::string errno_text(const char* what, const std::string& name) {
     return std::string(what) + " " + name + ": " + std::strerror(errno);
 }
 
-// Sets up a zeroed segment: fixed header fields, lock, free lists.
+// Sets up a zeroed segment: identity, sizes and lock; then the initializer.
 void format(Segment& s, const SegmentOptions& options) {
     Header& h = s.header;
     h.abi_version = kAbiVersion;
@@ -49,19 +49,8 @@ void format(Segment& s, const SegmentOptions& options) {
     h.created_ns = now_ns();
     h.config.isolation = options.isolation;
     robust_mutex_init(h.lock);
-    h.thread_free_head = 0;
-    for (int i = 0; i < kMaxThreads; ++i) {
-        s.threads[i].next = i + 1 < kMaxThreads ? i + 1 : kNone;
-        s.threads[i].grant.store(kNone, std::memory_order_relaxed);
-    }
-    for (auto& cpu : s.cpus) {
-        cpu.owner_proc.store(kNone, std::memory_order_relaxed);
-        cpu.owner_thread.store(kNone, std::memory_order_relaxed);
-        cpu.turn_proc.store(kNone, std::memory_order_relaxed);
-        cpu.stint_proc = kNone;
-    }
-    for (auto& p : s.procs)
-        p.pool_head = kNone;
+    // The tables are the initializer's: the scheduler lays them out
+    // (SharedScheduler::format), here as at a reclaim.
     if (options.initialize) options.initialize(s);
     // Publish last: a reader that sees the magic sees a formatted segment.
     h.magic.store(kMagic, std::memory_order_release);

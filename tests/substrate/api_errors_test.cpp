@@ -110,12 +110,24 @@ int init_with(const std::string& override, const char* file = nullptr, bool quie
 const test::ScopedSegment* g_segment = nullptr;
 
 // Creates the row's segment in /dev/shm holding `bytes`.
+// Writes `bytes` as the segment, and keeps it in use as a member's mapping
+// would (a shared lock on its byte 1) until the next plant: an unused
+// segment that is not this coexec's is formatted afresh at init, one in use
+// is refused.
 void plant_segment(const std::string& bytes) {
+    static int in_use = -1;
+    if (in_use >= 0) ::close(in_use);
     std::string name = shm::segment_shm_name(g_segment->options());
     int fd = ::shm_open(name.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
+    in_use = fd;
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
-    ::close(fd);
+    struct flock fl {};
+    fl.l_type = F_RDLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 1;
+    fl.l_len = 1;
+    ASSERT_EQ(::fcntl(fd, F_OFD_SETLK, &fl), 0);
 }
 
 // Runs `run` as the body of a new task, inline on the calling (attached)
