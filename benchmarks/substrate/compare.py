@@ -7,8 +7,8 @@ median over the pairs, with min and max. Adjacent pairs cancel the slow
 drift of a shared machine; a ratio of two medians taken minutes apart does
 not.
 
-  benchmarks/substrate/compare.py OLD/bin/coexec-bench-substrate \\
-      build/bin/coexec-bench-substrate --pairs 7 -- --only throughput,handoff
+  benchmarks/substrate/compare.py --pairs 7 OLD/bin/coexec-bench-substrate \\
+      build/bin/coexec-bench-substrate -- --only throughput,handoff
 """
 import argparse
 import re
@@ -37,7 +37,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("a", help="baseline driver (A)")
     p.add_argument("b", help="driver under test (B)")
-    p.add_argument("--pairs", type=int, default=7, help="alternating A/B pairs (default 7)")
+    p.add_argument("--pairs", type=int, default=7,
+                   help="alternating A/B pairs (default 7); give it before A and B")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="-- then options for both drivers")
     args = p.parse_args()
     extra = [x for x in args.extra if x != "--"] or ["--repeats", "3"]
