@@ -44,6 +44,11 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
     set_state(c, CpuState::Running);
+    publish_grant(c, t, wakes);
+}
+
+void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
+    ThreadSlot& th = s_.threads[t];
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     th.state.store(ThreadState::Running, rlx);
     bind_thread(t, c);
@@ -57,15 +62,9 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
 void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
-    ThreadSlot& th = s_.threads[t];
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now_ns(), rlx);
-    s_.procs[th.proc].handoffs.fetch_add(1, rlx);
-    th.state.store(ThreadState::Running, rlx);
-    bind_thread(t, c);
-    th.grant.store(c, std::memory_order_release);
-    th.word.fetch_add(1, std::memory_order_release);
-    wakes.add(t);
+    publish_grant(c, t, wakes);
 }
 
 void SharedScheduler::bind_thread(int32_t t, int32_t c) {

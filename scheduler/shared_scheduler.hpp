@@ -233,6 +233,9 @@ class SharedScheduler {
     // cpu_slots.cpp
     // Hands `cpu` to `thread`, whatever it held before.
     void grant(int32_t cpu, int32_t thread, WakeList& wakes);
+    // Tells `thread`, bound to `cpu`, that it holds it: the last step of
+    // grant() and handoff_within_process().
+    void publish_grant(int32_t cpu, int32_t thread, WakeList& wakes);
     // `proc`'s turn on `cpu` starts now, unless it is its turn already.
     void start_turn(int32_t cpu, int32_t proc, uint64_t now);
     // The only writer of a CPU's state after formatting: keeps unheld_cpus

@@ -181,6 +181,18 @@ void unregister_all(SharedScheduler& sched, const std::vector<int32_t>& procs) {
     w.flush(sched.segment());
 }
 
+// Runs nosv_init (and, if it succeeds, nosv_shutdown) in a new process and
+// records what init said in `late`.
+void init_in_a_new_process(test::Shared<InitOutcome>& late) {
+    pid_t newcomer = test::fork_child([&] {
+        int rc = nosv_init();
+        late->record(rc);
+        if (rc == NOSV_SUCCESS) nosv_shutdown();
+        return 0;
+    });
+    EXPECT_EQ(test::wait_child(newcomer, 20s), 0);
+}
+
 int join_and_leave() {
     if (nosv_init() != NOSV_SUCCESS) return 5;
     return nosv_shutdown() == NOSV_SUCCESS ? 0 : 6;
@@ -199,13 +211,7 @@ TEST(Scale, TheProcessAfterAFullProcessTableGetsAnErrorFromInit) {
     ASSERT_EQ(int(fillers.size()), shm::kMaxProcs - 1);
 
     test::Shared<InitOutcome> late;
-    pid_t newcomer = test::fork_child([&] {
-        int rc = nosv_init();
-        late->record(rc);
-        if (rc == NOSV_SUCCESS) nosv_shutdown();
-        return 0;
-    });
-    EXPECT_EQ(test::wait_child(newcomer, 20s), 0);
+    init_in_a_new_process(late);
     EXPECT_EQ(late->rc.load(), NOSV_ERR_OUT_OF_MEMORY);
     EXPECT_NE(std::strstr(late->why, "no free process slot"), nullptr) << late->why;
 
@@ -338,13 +344,7 @@ TEST(Scale, AFullThreadTableIsAnErrorForAttachSubmitAndInit) {
     }
 
     test::Shared<InitOutcome> late;
-    pid_t newcomer = test::fork_child([&] {
-        int rc = nosv_init();
-        late->record(rc);
-        if (rc == NOSV_SUCCESS) nosv_shutdown();
-        return 0;
-    });
-    EXPECT_EQ(test::wait_child(newcomer, 20s), 0);
+    init_in_a_new_process(late);
     board->newcomer_done.store(1);
     EXPECT_EQ(test::wait_child(member, 30s), 0);
 
