@@ -188,12 +188,17 @@ TEST(TwoProcesses, TopShowsOneOpenmpThreadPerCpu) {
     const auto env = rehosted_env("top");
     Subprocess a({program("omp_spin", "clang"), "3"}, env);
     Subprocess b({program("omp_spin", "gcc"), "3"}, env);
-    std::this_thread::sleep_for(300ms);
+    auto top_once = [&] {
+        return run({kCoexecCli, "top", "--once", "--json"},
+                   {{"COEXEC_CONFIG_OVERRIDE", env.at("COEXEC_CONFIG_OVERRIDE")}}, 20s);
+    };
+    // Until the first of them has created the segment (slow on a loaded
+    // machine), top finds none.
+    for (int i = 0; i < 200 && top_once().exit_code != 0 && a.running(); ++i)
+        std::this_thread::sleep_for(50ms);
     int seen_ours = 0;
     for (int i = 0; i < 15 && a.running() && b.running(); ++i) {
-        const ProcessResult top =
-            run({kCoexecCli, "top", "--once", "--json"},
-                {{"COEXEC_CONFIG_OVERRIDE", env.at("COEXEC_CONFIG_OVERRIDE")}}, 20s);
+        const ProcessResult top = top_once();
         ASSERT_EQ(top.exit_code, 0) << top.err;
         const auto doc = nlohmann::json::parse(top.out);
         std::set<long> cpus, tids;
