@@ -11,8 +11,15 @@ fi
 irml=$1
 shift
 err=$(mktemp)
-trap 'rm -f "$err"' EXIT
-LD_PRELOAD="$irml" COEXEC_VERBOSE=1 "$@" 2>"$err"
+# A segment of its own: a TBB program may exit without closing its RML
+# factory, leaving its segment behind (reclaimed by the next nosv_init, but
+# not on the node's default instance), and it is removed here once the
+# program is gone.
+segment="tbbup-$$"
+trap 'rm -f "$err" "/dev/shm/coexec.$segment.u$(id -u)"' EXIT
+LD_PRELOAD="$irml" COEXEC_VERBOSE=1 \
+  NOSV_CONFIG_OVERRIDE="${NOSV_CONFIG_OVERRIDE:+$NOSV_CONFIG_OVERRIDE,}shared_memory.name=$segment" \
+  "$@" 2>"$err"
 rc=$?
 cat "$err" >&2
 if ((rc != 0)); then
