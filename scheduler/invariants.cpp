@@ -33,6 +33,14 @@ requires std::is_integral_v<T> std::string piece(T value) {
     return std::to_string(value);
 }
 
+// "#<value>" for a state no enumerator names. Built by appending: gcc 12's
+// -Wrestrict misreads "literal" + std::string in Release builds.
+std::string unknown_state(uint32_t value) {
+    std::string text = "#";
+    text += std::to_string(value);
+    return text;
+}
+
 std::string cpu_state_name(CpuState st) {
     switch (st) {
     case CpuState::Free:
@@ -46,7 +54,7 @@ std::string cpu_state_name(CpuState st) {
     case CpuState::Lent:
         return "Lent";
     }
-    return "#" + std::to_string(uint32_t(st));
+    return unknown_state(uint32_t(st));
 }
 
 std::string thread_state_name(ThreadState st) {
@@ -64,7 +72,7 @@ std::string thread_state_name(ThreadState st) {
     case ThreadState::Blocked:
         return "Blocked";
     }
-    return "#" + std::to_string(uint32_t(st));
+    return unknown_state(uint32_t(st));
 }
 
 // Enums with a fixed underlying type may hold any value of it: compare the
@@ -376,8 +384,10 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
             std::string which; // named only while the report has room
             for (int32_t c = 0; c < b.cpus && !r.full(); ++c)
                 if (k.holder[size_t(c)] == t)
-                    which += (which.empty() ? "" : ", ") + std::to_string(c) + " " +
-                             cpu_state_name(k.state[size_t(c)]);
+                    which.append(which.empty() ? "" : ", ")
+                        .append(std::to_string(c))
+                        .append(" ")
+                        .append(cpu_state_name(k.state[size_t(c)]));
             r.add("thread slot ", t, " holds ", n, " CPUs (", which, "); it is ",
                   thread_state_name(st), " with grant ", th.grant.load(rlx));
         }
