@@ -58,12 +58,13 @@ int coexec_block_exit(void);
 int coexec_cpu_wanted(void);
 
 /* Stores in *spare how many more coexec threads could run right now
- * without making any wait: the managed CPUs that nobody runs on (free, or
- * held idle by a worker that looks for work) less the ready work, of every
+ * without making any wait: the managed CPUs that any work could claim now
+ * (free, held idle by a worker that looks for work, or lent by a thread in
+ * serial code, which the claim evicts) less the ready work, of every
  * process, that waits for a CPU. Negative when work waits. A relaxed
  * snapshot for sizing decisions (how many threads a parallel region should
- * use), stale as soon as it returns; a CPU lent by a thread in serial code
- * counts as busy. From any thread of a process joined to coexec. */
+ * use), stale as soon as it returns. From any thread of a process joined to
+ * coexec. */
 int coexec_spare_cpus(int *spare);
 
 /* Nonzero when this process is joined to a coexec instance (nosv_init()
