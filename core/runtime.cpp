@@ -136,12 +136,17 @@ void Runtime::monitor_main() {
         sched().wait_monitor(proc(), kMonitorPeriodNs);
         if (stopping()) break;
         uint64_t now = now_ns();
+        sched().beat(proc(), now);
         bool want_cpu = demand.total() > 0;
+        auto all_held = [&] { return s.header.unheld_cpus.load(std::memory_order_relaxed) == 0; };
         // One monitor per interval reaps, elected without the lock: every
         // monitor that saw a reap due used to queue on the lock and repeat it.
+        // A dead member that holds CPUs we wait for is reaped at once.
         const bool reap_due =
-            want_cpu && sched().claim_reap(now, scheduler::SharedScheduler::kReapIntervalNs);
-        auto all_held = [&] { return s.header.unheld_cpus.load(std::memory_order_relaxed) == 0; };
+            want_cpu &&
+            (sched().claim_reap(now, scheduler::SharedScheduler::kReapIntervalNs) ||
+             (all_held() &&
+              sched().holder_died(proc(), now, scheduler::SharedScheduler::kAliveStaleNs)));
         if (want_cpu && all_held()) {
             preemption_.ask_overdue_holders();
             binding_->take_long_kept(now);

@@ -100,6 +100,7 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
             n.store(0, rlx);
         slot.cpu_time_ns.store(0, rlx);
         slot.handoffs.store(0, rlx);
+        slot.alive_ns.store(now_ns(), rlx);
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);
         h.alive[h.alive_count++] = p;
@@ -145,6 +146,30 @@ bool SharedScheduler::claim_reap(uint64_t now, uint64_t interval_ns) {
     // moves the mark and reaps; the others neither reap nor take the lock
     // for it. (`now` may predate a mark another process just set.)
     return now >= seen && now - seen >= interval_ns && mark.compare_exchange_strong(seen, now, rlx);
+}
+
+void SharedScheduler::beat(int32_t proc, uint64_t now) {
+    s_.procs[proc].alive_ns.store(now, rlx);
+}
+
+bool SharedScheduler::holder_died(int32_t self, uint64_t now, uint64_t stale_ns) {
+    // Relaxed reads throughout: a stale view only delays the look-up by a
+    // monitor period, or costs one /proc read too many; reap_dead() decides
+    // under the lock.
+    const int cpus = std::clamp(cpu_count(), 0, kMaxCpus);
+    for (int c = 0; c < cpus; ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        if (cpu.state.load(rlx) != CpuState::Running) continue;
+        const int32_t p = cpu.owner_proc.load(rlx);
+        if (p < 0 || p >= kMaxProcs || p == self) continue;
+        ProcSlot& holder = s_.procs[p];
+        uint64_t seen = holder.alive_ns.load(rlx);
+        if (now < seen || now - seen < stale_ns) continue;
+        // One waiter per stale period reads /proc for this holder.
+        if (!holder.alive_ns.compare_exchange_strong(seen, now, rlx)) continue;
+        if (!process_alive(holder.pid, holder.start_time)) return true;
+    }
+    return false;
 }
 
 bool SharedScheduler::oldest_member_alive() const {

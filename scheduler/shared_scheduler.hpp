@@ -33,6 +33,9 @@ class SharedScheduler {
     // How often dead members are looked for (claim_reap()): reaping reads
     // /proc for every member under the lock.
     static constexpr uint64_t kReapIntervalNs = 40'000'000;
+    // A member not known to run for this long, while it holds a CPU that
+    // others wait for, is looked up in /proc (holder_died()).
+    static constexpr uint64_t kAliveStaleNs = 30'000'000;
 
     shm::Segment& segment() const { return s_; }
     int cpu_count() const { return s_.header.cpu_count; }
@@ -61,6 +64,15 @@ class SharedScheduler {
     // reap_dead(): true when no reap started in the last `interval_ns` and
     // this caller moved the mark first.
     bool claim_reap(uint64_t now, uint64_t interval_ns);
+    // Lock-free, by the process itself (its monitor, once a period): it runs.
+    void beat(int32_t proc, uint64_t now);
+    // Lock-free. Whether a member other than `self` that holds a Running
+    // CPU has died. Only members not known to run for `stale_ns` are looked
+    // up in /proc (at most one read per holder); one found alive is vouched
+    // for, so the other waiters do not read /proc for it again for a while.
+    // Not elected: a dead holder keeps CPUs from everyone, so every waiter
+    // looks, and a reaper the kernel does not run delays no one.
+    bool holder_died(int32_t self, uint64_t now, uint64_t stale_ns);
     // Locked. Whether the oldest member still runs: when it does the
     // segment is in use; when it died, reap_dead() finds the others.
     bool oldest_member_alive() const;

@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 6;
+inline constexpr uint32_t kAbiVersion = 7;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -120,6 +120,9 @@ struct alignas(64) ProcSlot {
     // Its threads give way when signalled (the preemption handler is
     // installed); others never receive the signal.
     std::atomic<uint32_t> preemptible;
+    // Last time (CLOCK_MONOTONIC) this process was known to run: its
+    // monitor's beat, or another member that found it alive in /proc.
+    std::atomic<uint64_t> alive_ns;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU
