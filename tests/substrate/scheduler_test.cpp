@@ -147,6 +147,37 @@ TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
     EXPECT_EQ(seg().header.alive_count, 1);
 }
 
+TEST_F(SchedulerTest, AWaiterFindsADeadHolderOnceItFallsSilent) {
+    int32_t dead = add_process(false);
+    int32_t live = add_process();
+    {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
+    }
+    ASSERT_EQ(seg().cpus[0].state.load(), CpuState::Running);
+    const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
+    sched_->beat(dead, t0);
+    EXPECT_FALSE(sched_->holder_died(live, t0 + stale / 2, stale)); // beat recently: not looked up
+    EXPECT_TRUE(sched_->holder_died(live, t0 + stale, stale));      // silent: /proc says dead
+    EXPECT_FALSE(sched_->holder_died(dead, t0 + 2 * stale, stale)); // never its own CPUs
+}
+
+TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
+    int32_t holder = add_process();
+    int32_t waiter = add_process();
+    {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        ASSERT_EQ(sched_->claim_unheld_cpu(holder, {Placement::Kind::Cpu, 1, true}, w), 1);
+    }
+    const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
+    sched_->beat(holder, t0);
+    EXPECT_FALSE(sched_->holder_died(waiter, t0 + stale, stale));
+    // Vouched for at that time: other waiters skip it for another period.
+    EXPECT_EQ(seg().procs[holder].alive_ns.load(), t0 + stale);
+}
+
 TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
     int32_t a = add_process();
     int32_t freed;
