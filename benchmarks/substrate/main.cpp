@@ -1,5 +1,5 @@
 // coexec-bench-substrate: runs the substrate micro-benchmarks and prints the
-// median, min and max of each, plus the ratio to nOS-V 4.1's figures.
+// median, min and max of each.
 #include "benchmarks.hpp"
 #include "options.hpp"
 #include "report.hpp"
@@ -17,19 +17,15 @@ struct Entry {
 };
 
 const Entry kEntries[] = {
-    {{"throughput", "empty task create+submit+complete", true, 5.8e6}, measure_task_throughput},
-    {{"submit-only", "  same, tasks created before the clock", true, std::nullopt},
-     measure_submit_throughput},
-    {{"handoff", "same-CPU pause/submit hand-off", false, 3100.0}, measure_same_cpu_handoff},
-    {{"os-threads", "  OS floor: futex ping-pong, 2 threads/1 CPU", false, std::nullopt},
-     measure_os_threads},
-    {{"attach", "attach+detach (plain pthread)", false, std::nullopt}, measure_attach_detach},
-    {{"xproc", "cross-process hand-off (pause + remote submit)", false, std::nullopt},
+    {{"throughput", "empty task create+submit+complete", true}, measure_task_throughput},
+    {{"submit-only", "  same, tasks created before the clock", true}, measure_submit_throughput},
+    {{"handoff", "same-CPU pause/submit hand-off", false}, measure_same_cpu_handoff},
+    {{"os-threads", "  OS floor: futex ping-pong, 2 threads/1 CPU", false}, measure_os_threads},
+    {{"attach", "attach+detach (plain pthread)", false}, measure_attach_detach},
+    {{"xproc", "cross-process hand-off (pause + remote submit)", false},
      measure_cross_process_pause},
-    {{"os-procs", "  OS floor: futex ping-pong, 2 procs/1 CPU", false, std::nullopt},
-     measure_os_processes},
-    {{"xyield", "cross-process yield turn (= quantum)", false, std::nullopt},
-     measure_cross_process_yield},
+    {{"os-procs", "  OS floor: futex ping-pong, 2 procs/1 CPU", false}, measure_os_processes},
+    {{"xyield", "cross-process yield turn (= quantum)", false}, measure_cross_process_yield},
 };
 
 } // namespace
