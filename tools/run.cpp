@@ -14,16 +14,23 @@ namespace {
 namespace fs = std::filesystem;
 
 // How an adapter is injected: its directory on LD_LIBRARY_PATH (the
-// program's own libomp/libgomp resolve to it), or its library in LD_PRELOAD.
+// program's own libomp/libgomp resolve to it), its library in LD_PRELOAD, or
+// both.
 struct Adapter {
     const char* name;
     const char* library;
+    bool on_path;
     bool preload;
 };
 
-constexpr std::array<Adapter, 3> kAdapters{{{"openmp", "libomp.so.5", false},
-                                            {"tbb", "libirml.so.1", true},
-                                            {"pocl", "libcoexec-pocl.so", true}}};
+// libomp is preloaded too, last: its libc wrappers (sched_yield, the sleeps)
+// must come before libc's for every caller, and a library that reaches
+// OpenMP through dlopen (NumPy's OpenBLAS) is searched only after libc. The
+// TBB adapter's own wrappers hand what is not theirs to the next definition,
+// which is then libomp's.
+constexpr std::array<Adapter, 3> kAdapters{{{"tbb", "libirml.so.1", false, true},
+                                            {"pocl", "libcoexec-pocl.so", false, true},
+                                            {"openmp", "libomp.so.5", true, true}}};
 
 // The directory holding libcoexec.so and coexec/<adapter>/: <exe_dir>/../lib
 // in the build tree (and most install trees), else the install libdir.
@@ -71,9 +78,8 @@ bool set_loader_env(const RunOptions& o, const fs::path& lib) {
         if (a.preload) {
             if (!preload.empty()) preload += ':';
             preload += file.string();
-        } else {
-            lib_path = file.parent_path().string() + ":" + lib_path;
         }
+        if (a.on_path) lib_path = file.parent_path().string() + ":" + lib_path;
     }
     prepend_env("LD_LIBRARY_PATH", lib_path);
     if (!preload.empty()) prepend_env("LD_PRELOAD", preload);

@@ -8,7 +8,8 @@
 // for a worker that waits for its CPU). When the library is preloaded these
 // definitions take precedence over libc's: on a worker that holds a coexec
 // CPU a yield goes to waiting coexec work and a sleep releases the CPU;
-// everywhere else they are libc's own functions.
+// everywhere else they call the next definition: libc's, or the OpenMP
+// adapter's when `coexec run` preloads it after this library.
 
 #include "hosted_thread.h"
 
@@ -18,7 +19,6 @@
 #include <cerrno>
 #include <dlfcn.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,9 +88,11 @@ bool yield_to_coexec() {
 using nanosleep_fn = int (*)(const timespec*, timespec*);
 using clock_nanosleep_fn = int (*)(clockid_t, int, const timespec*, timespec*);
 using usleep_fn = int (*)(useconds_t);
+using sched_yield_fn = int (*)();
 std::atomic<nanosleep_fn> libc_nanosleep{nullptr};
 std::atomic<clock_nanosleep_fn> libc_clock_nanosleep{nullptr};
 std::atomic<usleep_fn> libc_usleep{nullptr};
+std::atomic<sched_yield_fn> libc_sched_yield{nullptr};
 
 } // namespace
 
@@ -110,7 +112,10 @@ extern "C" {
 
 __attribute__((visibility("default"))) int sched_yield() noexcept {
     if (coexec::tbb_rml::yield_to_coexec()) return 0;
-    return static_cast<int>(syscall(SYS_sched_yield));
+    // Not a TBB worker's yield: the next definition decides (the OpenMP
+    // adapter's, when `coexec run` preloads it after this library; else libc).
+    auto real = coexec::tbb_rml::next_definition(coexec::tbb_rml::libc_sched_yield, "sched_yield");
+    return real();
 }
 
 __attribute__((visibility("default"))) int nanosleep(const timespec* request, timespec* remaining) {

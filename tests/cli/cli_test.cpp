@@ -431,11 +431,14 @@ TEST_F(CliRun, WithoutAdaptersPutsTheLibraryDirOnThePath) {
     EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), "(unset)");
 }
 
-TEST_F(CliRun, OpenmpDirectoryGoesFirstOnTheLibraryPath) {
+TEST_F(CliRun, OpenmpDirectoryGoesFirstOnTheLibraryPathAndLibompIsPreloaded) {
     add_adapter("openmp", "libomp.so.5");
-    Outcome o = run({"--openmp", "--", "/usr/bin/env"}, Env{{"LD_LIBRARY_PATH", ""}});
+    Outcome o = run({"--openmp", "--", "/bin/sh", "-c", kShowLoaderEnv},
+                    Env{{"LD_LIBRARY_PATH", ""}, {"LD_PRELOAD", ""}});
     ASSERT_EQ(o.status, 0) << o.err;
     EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
+    // Preloaded too, so its libc wrappers reach OpenMP loaded by dlopen.
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), lib() + "/coexec/openmp/libomp.so.5");
 }
 
 TEST_F(CliRun, DefaultTakesEveryBuiltAdapter) {
@@ -447,7 +450,9 @@ TEST_F(CliRun, DefaultTakesEveryBuiltAdapter) {
         run({"/bin/sh", "-c", kShowLoaderEnv}, Env{{"LD_LIBRARY_PATH", ""}, {"LD_PRELOAD", ""}});
     ASSERT_EQ(o.status, 0) << o.err;
     EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
-    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), lib() + "/coexec/pocl/libcoexec-pocl.so");
+    // libomp last: the other adapters' libc wrappers defer to it.
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"),
+              lib() + "/coexec/pocl/libcoexec-pocl.so:" + lib() + "/coexec/openmp/libomp.so.5");
 }
 
 TEST_F(CliRun, PreloadsAreAddedInFrontOfExistingOnes) {

@@ -257,6 +257,25 @@ TEST(TwoProcesses, UserSpinHandshakesDoNotDeadlock) {
                          2, "deadlocked");
 }
 
+// A library that reaches OpenMP through dlopen() (NumPy's OpenBLAS) is
+// searched after libc, so libomp's sched_yield() wrapper only applies because
+// `coexec run` preloads libomp. With a single CPU, a thread that waits for its
+// teammate with sched_yield() must hand it the CPU: the kernel's sched_yield
+// would spin until the end of time, as no other process wants the CPU.
+TEST(Dlopened, SchedYieldSpinsHandTheCpuToTheTeammate) {
+    if (!fs::exists(kCoexecCli)) GTEST_SKIP() << kCoexecCli << " is not built";
+    auto env = rehosted_env("dlopen");
+    env.erase("LD_LIBRARY_PATH"); // `coexec run` sets up the loader itself
+    env["COEXEC_CONFIG_OVERRIDE"] += ",topology.binding=0";
+    const ProcessResult r = run({kCoexecCli, "run", "--openmp", "--", kProgramDir + "/dlopen_spin",
+                                 kProgramDir + "/libspin_yield.so", "200"},
+                                env, 30s);
+    ASSERT_FALSE(r.timed_out) << "a sched_yield() spin kept the only CPU from its teammate";
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "handovers 800")) << r.out;
+    EXPECT_TRUE(contains(r.err, "re-hosted")) << r.err;
+}
+
 // A root thread gives its CPU back between parallel regions (the default
 // root policy, region), keeps it only while serial code is short (keep) or
 // lends it (lend): with coexec managing a single CPU, a process whose main
