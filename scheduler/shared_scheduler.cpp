@@ -180,6 +180,12 @@ int32_t SharedScheduler::claim_receiver(int32_t c, int32_t proc) {
     std::atomic<int32_t>& hint = s_.procs[proc].receiver;
     const int32_t t = hint.load(rlx);
     if (t < 0 || t >= s_.header.threads_used || s_.threads[t].proc != proc) return kNone;
+    // Only while the thread's task is still the process's only ready item:
+    // anything queued since (a preempted task, which must get its CPU back
+    // first; work of a higher priority) is the process's pool thread's to
+    // order. A relaxed read that misses an item queued a moment ago grants
+    // out of order once, never twice: the word decides who grants.
+    if (s_.procs[proc].ready_total.load(rlx) != 1) return kNone;
     ThreadSlot& th = s_.threads[t];
     uint32_t bits = th.receive.load(std::memory_order_acquire);
     if (!ReceiveWord(bits).open() || !ReceiveWord(bits).allows(c)) return kNone;

@@ -124,6 +124,7 @@ TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
     }();
     WakeList w;
     auto lock = sched_->lock(w);
+    add_ready(b);
     sched_->open_receiver(b, waiter, 1);
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
     EXPECT_EQ(sched_->claim_receiver(1, b), waiter);
@@ -131,11 +132,28 @@ TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
     EXPECT_EQ(sched_->claim_receiver(1, b), kNone);
 }
 
+// Something queued after the receiver's task (a preempted task, which must
+// get its CPU back first) goes through the pool thread, in queue order.
+TEST_F(SchedulerTest, AReceiverIsPassedOverOnceItsTaskIsNotTheOnlyReadyItem) {
+    int32_t b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    const int32_t waiter = sched_->alloc_thread(b, 0, "attached", ThreadState::Waiting);
+    add_ready(b);
+    sched_->open_receiver(b, waiter, kNone);
+    add_ready(b);
+    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
+    EXPECT_EQ(sched_->claim_unheld_cpu(b, {}, w), 0); // to the pool thread
+    EXPECT_NE(seg().cpus[0].owner_thread.load(), waiter);
+    EXPECT_TRUE(sched_->take_queued(waiter)); // the word stayed open for the popper
+}
+
 TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
     int32_t b = add_process();
     WakeList w;
     auto lock = sched_->lock(w);
     const int32_t waiter = sched_->alloc_thread(b, 0, "attached", ThreadState::Waiting);
+    add_ready(b);
     sched_->open_receiver(b, waiter, kNone);
     EXPECT_TRUE(sched_->take_queued(waiter)); // the popper hands the thread a CPU
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
