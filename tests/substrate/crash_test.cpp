@@ -134,13 +134,7 @@ TEST(Crash, KilledInsideTheSegmentLockIsRepaired) {
 
 TEST(Crash, SegmentOfDeadProcessesIsReclaimedAtInit) {
     test::ScopedSegment seg;
-    pid_t dead = test::fork_child([] {
-        nosv_task_t t;
-        if (nosv_init() != 0 || nosv_attach(&t, nullptr, "x", 0) != 0) return 11;
-        ::raise(SIGKILL);
-        return 0;
-    });
-    ASSERT_EQ(test::wait_child(dead), 128 + SIGKILL);
+    ASSERT_EQ(test::run_member_killed_while_attached(), 128 + SIGKILL);
     // Our own mapping keeps the segment after its last process shuts down.
     auto map = seg.map();
     EXPECT_EQ(map->header.alive_count, 1); // nobody noticed yet

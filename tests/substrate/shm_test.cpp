@@ -209,13 +209,7 @@ TEST(Segment, TruncatedSegmentIsRefusedOnAttachAndReplacedWhenUnused) {
 TEST(Segment, SegmentOfKilledProcessIsReclaimedAtNextInit) {
     test::ScopedSegment seg;
     const std::string path = "/dev/shm" + segment_shm_name(seg.options());
-    pid_t dead = test::fork_child([] {
-        nosv_task_t t;
-        if (nosv_init() != 0 || nosv_attach(&t, nullptr, "x", 0) != 0) return 11;
-        ::raise(SIGKILL);
-        return 0;
-    });
-    ASSERT_EQ(test::wait_child(dead), 128 + SIGKILL);
+    ASSERT_EQ(test::run_member_killed_while_attached(), 128 + SIGKILL);
     ASSERT_EQ(::access(path.c_str(), F_OK), 0) << "the killed process left its segment";
     {
         auto m = seg.map();

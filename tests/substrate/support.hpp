@@ -5,6 +5,7 @@
 #include "shm/segment.hpp"
 
 #include <gtest/gtest.h>
+#include <nosv.h>
 
 #include <chrono>
 #include <csignal>
@@ -112,6 +113,18 @@ inline int wait_child(pid_t pid, std::chrono::milliseconds timeout = std::chrono
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return -2;
+}
+
+// Runs a member of the test's segment that joins, attaches (so it holds a
+// CPU) and dies by SIGKILL. Returns wait_child()'s status: 128 + SIGKILL
+// when it died so, 11 when it could not join.
+inline int run_member_killed_while_attached() {
+    return wait_child(fork_child([] {
+        nosv_task_t t;
+        if (nosv_init() != 0 || nosv_attach(&t, nullptr, "x", 0) != 0) return 11;
+        ::raise(SIGKILL);
+        return 0;
+    }));
 }
 
 inline uint64_t now_ns() {
