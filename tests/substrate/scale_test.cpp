@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -198,13 +199,35 @@ int join_and_leave() {
     return nosv_shutdown() == NOSV_SUCCESS ? 0 : 6;
 }
 
-TEST(Scale, TheProcessAfterAFullProcessTableGetsAnErrorFromInit) {
-    test::ScopedSegment seg;
-    test::Shared<MemberBoard> member_board;
-    pid_t member = start_member(*member_board);
-    auto mapping = seg.map();
-    ASSERT_TRUE(mapping);
-    SharedScheduler sched(*mapping.get());
+// A live member keeps the segment in use while the test maps it and fills
+// its process table; the member leaves at the end.
+class FullProcessTable : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        member_ = start_member(*member_board_);
+        mapping_ = seg_.map();
+        ASSERT_TRUE(mapping_);
+        sched_.emplace(*mapping_.get());
+    }
+    void TearDown() override {
+        sched_.reset();
+        mapping_ = {};
+        member_board_->leave.store(1);
+        EXPECT_EQ(test::wait_child(member_, 20s), 0);
+    }
+
+    SharedScheduler& sched() { return *sched_; }
+    shm::SegmentMapping mapping_;
+
+  private:
+    test::ScopedSegment seg_;
+    test::Shared<MemberBoard> member_board_;
+    pid_t member_ = -1;
+    std::optional<SharedScheduler> sched_;
+};
+
+TEST_F(FullProcessTable, TheProcessAfterItGetsAnErrorFromInit) {
+    SharedScheduler& sched = this->sched();
     // The other slots name this test process: alive, so no reap frees them.
     std::vector<int32_t> fillers =
         fill_process_table(sched, ::getpid(), shm::process_start_time(::getpid()));
@@ -221,18 +244,10 @@ TEST(Scale, TheProcessAfterAFullProcessTableGetsAnErrorFromInit) {
     EXPECT_EQ(test::wait_child(test::fork_child(join_and_leave), 20s), 0);
 
     unregister_all(sched, fillers);
-    mapping = {};
-    member_board->leave.store(1);
-    EXPECT_EQ(test::wait_child(member, 20s), 0);
 }
 
-TEST(Scale, AFullProcessTableOfDeadMembersIsReclaimedAtJoin) {
-    test::ScopedSegment seg;
-    test::Shared<MemberBoard> member_board;
-    pid_t member = start_member(*member_board);
-    auto mapping = seg.map();
-    ASSERT_TRUE(mapping);
-    SharedScheduler sched(*mapping.get());
+TEST_F(FullProcessTable, OfDeadMembersIsReclaimedAtJoin) {
+    SharedScheduler& sched = this->sched();
     pid_t gone = test::fork_child([] { return 0; });
     ASSERT_EQ(test::wait_child(gone), 0);
     std::vector<int32_t> fillers = fill_process_table(sched, gone, 1);
@@ -242,11 +257,7 @@ TEST(Scale, AFullProcessTableOfDeadMembersIsReclaimedAtJoin) {
     ASSERT_TRUE(sched.claim_reap(shm::now_ns() + 60'000'000'000ULL, 0));
 
     EXPECT_EQ(test::wait_child(test::fork_child(join_and_leave), 20s), 0);
-    EXPECT_LT(mapping->header.alive_count, shm::kMaxProcs);
-
-    mapping = {};
-    member_board->leave.store(1);
-    EXPECT_EQ(test::wait_child(member, 20s), 0);
+    EXPECT_LT(mapping_->header.alive_count, shm::kMaxProcs);
 }
 
 // ---- a full thread table ------------------------------------------------
