@@ -55,8 +55,10 @@ bool Runtime::claimed_by_us(nosv_task* t) {
 void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front) {
     queue_->push(task, where, front);
     // Still under queue_mutex_: the task cannot be popped, run and freed yet.
-    if (where.kind == Placement::Kind::Numa) return;                 // the pool thread sorts these
-    if (segment()->procs[proc()].ready_total.load(rlx) != 1) return; // keep the queue's order
+    if (where.kind == Placement::Kind::Numa) return; // the pool thread sorts these
+    // Not the only item: claim_receiver() would pass the thread over (queue
+    // order); spare the stores to the segment.
+    if (segment()->procs[proc()].ready_total.load(rlx) != 1) return;
     sched().open_receiver(proc(), task->thread->slot,
                           where.kind == Placement::Kind::Cpu ? where.index : kNone);
 }
