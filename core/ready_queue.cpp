@@ -1,6 +1,5 @@
 #include "ready_queue.hpp"
 
-#include <algorithm>
 #include <climits>
 
 namespace coexec::core {
@@ -48,19 +47,6 @@ nosv_task* ReadyQueue::Fifo::pop_at(int priority) {
         return t;
     }
     return nullptr;
-}
-
-bool ReadyQueue::Fifo::remove(const nosv_task* t) {
-    // Every bucket: the task's priority may have changed since its push.
-    for (auto& bucket : by_priority_) {
-        auto& q = bucket.second;
-        auto it = std::find(q.begin(), q.end(), t);
-        if (it == q.end()) continue;
-        q.erase(it);
-        --size_;
-        return true;
-    }
-    return false;
 }
 
 int ReadyQueue::Fifo::top_priority() const {
@@ -217,12 +203,6 @@ size_t ReadyQueue::pop_batch(int cpu, int numa, nosv_task** out, size_t max) {
     }
     if (n > 1) count({}, -int(n - 1));
     return n;
-}
-
-bool ReadyQueue::remove(nosv_task* task, const Placement& where) {
-    if (!fifo_for(task, where).remove(task)) return false;
-    count(where, -1);
-    return true;
 }
 
 void ReadyQueue::unpop(nosv_task* const* tasks, size_t n) {

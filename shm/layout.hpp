@@ -102,9 +102,6 @@ struct alignas(64) ThreadSlot {
     // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
     // periods; scheduler::KeepWord encodes and documents it.
     std::atomic<uint32_t> serial;
-    // Whether a granter of another process may give this thread a CPU
-    // directly, past its process's pool: scheduler::ReceiveWord encodes it.
-    std::atomic<uint32_t> receive;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
 };
@@ -126,9 +123,6 @@ struct alignas(64) ProcSlot {
     // Last time (CLOCK_MONOTONIC) this process was known to run: its
     // monitor's beat, or another member that found it alive in /proc.
     std::atomic<uint64_t> alive_ns;
-    // A thread of this process whose own task is its only ready item, and
-    // may take a CPU straight from another process (ThreadSlot::receive).
-    std::atomic<int32_t> receiver;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU

@@ -45,23 +45,6 @@ TEST_F(QueueTest, HigherPriorityFirstThenFifo) {
     EXPECT_EQ(slot->ready_any.load(), 0);
 }
 
-// A thread granted a CPU directly takes its own task out (direct grants).
-TEST_F(QueueTest, RemoveTakesOneTaskOutAndUncountsIt) {
-    Placement on1{Placement::Kind::Cpu, 1, true};
-    q.push(t(0), {}, false);
-    q.push(t(1, 5), on1, false);
-    q.push(t(2), {}, false);
-    tasks[1].priority = 3; // changed while queued: still found
-    EXPECT_TRUE(q.remove(&tasks[1], on1));
-    EXPECT_EQ(slot->ready_cpu[1].load(), 0);
-    EXPECT_EQ(slot->ready_total.load(), 2);
-    EXPECT_TRUE(q.remove(&tasks[2], {}));
-    EXPECT_FALSE(q.remove(&tasks[2], {}));
-    EXPECT_EQ(q.pop(1, 0), &tasks[0]);
-    EXPECT_EQ(q.pop(1, 0), nullptr);
-    EXPECT_EQ(slot->ready_total.load(), 0);
-}
-
 TEST_F(QueueTest, UnlockedGoesFirstAmongEqualPriority) {
     q.push(t(0), {}, false);
     q.push(t(1), {}, true);
