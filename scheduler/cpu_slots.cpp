@@ -171,6 +171,13 @@ bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
     if (serial.compare_exchange_strong(expected, inside.bits(), std::memory_order_acq_rel,
                                        std::memory_order_acquire))
         return true;
+    // The taker won the word under the lock, and frees the CPU in the same
+    // locked section. Until that section ends the CPU is still ours on
+    // paper: wait for it, so that the caller never queues a thread that
+    // still holds a CPU (the taker may be slow, or stopped by a signal).
+    WakeList wakes;
+    { auto lock = this->lock(wakes); }
+    wakes.flush(s_);
     serial.store(inside.bits(), rlx); // the taker is done with it
     return false;
 }

@@ -127,7 +127,8 @@ class SharedScheduler {
     // Starts a keep period on the CPU `thread` runs on (coexec_keep_cpu).
     KeepWord begin_keep(int32_t thread);
     // Ends the period `word`: true if the thread still has its CPU, false if
-    // a monitor took it (take_kept()).
+    // a monitor took it (take_kept()). Lock-free when it wins; when it lost,
+    // it takes the lock once, so that on return the CPU is already freed.
     bool end_keep(int32_t thread, KeepWord word);
     // Sets the kernel affinity of `thread` to `cpu`, unless it is bound
     // there already. Only by the thread itself, or by whoever grants it

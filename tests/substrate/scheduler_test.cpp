@@ -6,6 +6,9 @@
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"
 
+#include <atomic>
+#include <thread>
+
 using namespace coexec;
 using namespace coexec::scheduler;
 using namespace coexec::shm;
@@ -266,4 +269,34 @@ TEST_F(SchedulerTest, ReleasingAPoolThreadTakesItOffThePool) {
     EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
     EXPECT_EQ(seg().procs[a].pool_head, second);
     EXPECT_EQ(seg().threads[second].next, kNone);
+}
+
+// Regression: a monitor takes a kept CPU (coexec_keep_cpu) by winning the
+// thread's keep word, then frees the CPU in the same locked section. The
+// thread, losing the word without the lock, queued itself while the CPU
+// still named it (torture: make_ready's "holds a CPU" assertion).
+TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
+    int32_t a = add_process();
+    std::atomic<int> result{-1};
+    std::thread keeper;
+    int32_t c, t;
+    {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        c = sched_->claim_unheld_cpu(a, {}, w);
+        ASSERT_NE(c, kNone);
+        t = seg().cpus[c].owner_thread.load();
+        const KeepWord word = sched_->begin_keep(t);
+        KeepWord seen;
+        ASSERT_EQ(sched_->keeping_holder(c, seen), t);
+        ASSERT_TRUE(sched_->take_kept(c, t, seen, w));
+        // Still inside the taker's section: the thread must not come back.
+        keeper = std::thread([&, word] { result = sched_->end_keep(t, word) ? 1 : 0; });
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        EXPECT_EQ(result.load(), -1) << "end_keep returned inside the taker's locked section";
+    }
+    keeper.join();
+    EXPECT_EQ(result.load(), 0);
+    EXPECT_FALSE(sched_->holds(t, c));
+    EXPECT_FALSE(sched_->runs_elsewhere(t, kNone));
 }
