@@ -17,7 +17,10 @@ constexpr const char* kWakeableMeaning = "Free, Sleeping or Lent";
 // The caller reads a few dozen messages at most; past that, one summary.
 constexpr size_t kMaxMessages = 64;
 
-// The caller holds the lock or owns the segment: no ordering is needed.
+// The caller holds the lock or owns the segment: no ordering is needed. One
+// change runs outside the lock: a thread hands its Running CPU to another
+// thread of its process (handoff_within_process()), which moves only that
+// CPU's owner_thread. check_threads() says what that means for the checks.
 constexpr auto rlx = std::memory_order_relaxed;
 
 // ---- messages ----------------------------------------------------------
@@ -235,6 +238,13 @@ void check_procs(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
     }
 }
 
+// Whether every CPU thread `t` was read holding is Running.
+bool all_running(const Scratch& k, const Bounds& b, int32_t t) {
+    for (int32_t c = 0; c < b.cpus; ++c)
+        if (k.holder[size_t(c)] == t && k.state[size_t(c)] != CpuState::Running) return false;
+    return true;
+}
+
 bool proc_alive(const Segment& s, const Bounds& b, int32_t p) {
     return in_range(p, b.procs) && s.procs[p].state.load(rlx) == ProcState::Alive;
 }
@@ -380,7 +390,13 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
                   " is in state Pool but not on the pool list of its process "
                   "slot ",
                   th.proc);
-        if (uint8_t n = k.cpus_held[size_t(t)]; n > 1) {
+        // Owners of Running CPUs move outside the lock, so the CPUs are read
+        // at different moments: a thread that handed CPU 0 away and was then
+        // handed CPU 1 may be read as the owner of both. Every other state is
+        // written under the lock, and a thread holds an Idle, Sleeping or
+        // Lent CPU only after it left any Running one under the lock: a
+        // second CPU that is not Running is a real double hold.
+        if (uint8_t n = k.cpus_held[size_t(t)]; n > 1 && !all_running(k, b, t)) {
             std::string which; // named only while the report has room
             for (int32_t c = 0; c < b.cpus && !r.full(); ++c)
                 if (k.holder[size_t(c)] == t)

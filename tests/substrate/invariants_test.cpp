@@ -253,6 +253,19 @@ TEST_F(InvariantsTest, ThreadOnTwoCpus) {
     EXPECT_REPORTS(seg(), "thread slot " + std::to_string(t) + " holds 2 CPUs (0 Running, 1 Idle)");
 }
 
+// A thread hands its Running CPU to a teammate without the lock, so a
+// checker may read one thread as the owner of two Running CPUs, each at a
+// different moment. That read is no violation; any other pair is.
+TEST_F(InvariantsTest, ThreadReadOnTwoRunningCpusIsLeftToTheLockFreeHandOff) {
+    populate();
+    const int32_t t = holder(0);
+    seg().cpus[1].owner_thread.store(t);
+    seg().cpus[1].owner_proc.store(a_);
+    seg().cpus[1].state.store(CpuState::Running);
+    seg().header.unheld_cpus.fetch_sub(1); // Idle counted as unheld, Running not
+    EXPECT_SOUND(seg());
+}
+
 TEST_F(InvariantsTest, CycleInAPoolList) {
     populate();
     sched_->pool_push(sched_->alloc_thread(a_, 0, "worker", ThreadState::Blocked));
