@@ -50,8 +50,11 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
 void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
     ThreadSlot& th = s_.threads[t];
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
-    th.state.store(ThreadState::Running, rlx);
     bind_thread(t, c);
+    // The state and the grant are stored back to back: a granter that dies
+    // before the state store leaves a slot that repair_cpu_slots() finishes;
+    // one that dies between the two leaves the CPU lost (a known gap).
+    th.state.store(ThreadState::Running, rlx);
     // Release pairs with the waiter's acquire of `grant` after it sees the
     // word change: the CPU slot writes above are visible to the new holder.
     th.grant.store(c, std::memory_order_release);
@@ -240,6 +243,51 @@ void SharedScheduler::set_free(int32_t c) {
     cpu.owner_thread.store(kNone, rlx);
     cpu.since_ns.store(now_ns(), rlx);
     set_state(c, CpuState::Free);
+}
+
+void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        CpuSlot& cpu = s_.cpus[c];
+        const CpuState st = cpu.state.load(rlx);
+        if (st == CpuState::Free) {
+            // A grant that wrote the owner but not the state.
+            cpu.owner_thread.store(kNone, rlx);
+            cpu.owner_proc.store(kNone, rlx);
+            continue;
+        }
+        if (!holder_is_sound(c)) {
+            set_free(c); // the thread, if popped for a grant, goes back to its pool
+            continue;
+        }
+        // A grant that made the CPU Running but never told the thread (an
+        // idle holder still marked Holding; no grant was stored yet).
+        const int32_t t = cpu.owner_thread.load(rlx);
+        if (st == CpuState::Running && s_.threads[t].state.load(rlx) == ThreadState::Holding)
+            publish_grant(c, t, wakes);
+    }
+}
+
+bool SharedScheduler::holder_is_sound(int32_t c) const {
+    const CpuSlot& cpu = s_.cpus[c];
+    const int32_t t = cpu.owner_thread.load(rlx);
+    const int32_t p = cpu.owner_proc.load(rlx);
+    // Cleared by set_free() or evict_holder() before the state was.
+    if (t < 0 || t >= s_.header.threads_used || p < 0 || p >= kMaxProcs) return false;
+    const ThreadSlot& th = s_.threads[t];
+    switch (th.state.load(rlx)) {
+    case ThreadState::Unused:
+        return false;
+    case ThreadState::Pool:
+        // Evicted (pool_push() comes first), or popped for a grant that
+        // stopped before it told the thread. A lock-free hand-off never
+        // targets a Pool thread (take_pool_thread() marks it Waiting).
+        return false;
+    case ThreadState::Blocked:
+        // take_kept() and an evicted lender: Blocked is their first store.
+        return false;
+    default:
+        return th.proc == p;
+    }
 }
 
 void SharedScheduler::evict_holder(int32_t c) {

@@ -197,9 +197,10 @@ void SharedScheduler::free_threads_of(int32_t proc) {
     s_.procs[proc].pool_size.store(0, rlx);
 }
 
-// Rebuilds everything a dead lock holder may have left half-updated: dead
-// processes go first, then the lists and counts are derived again from the
-// slots' states, which are each written in one store.
+// Rebuilds everything a dead lock holder may have left half-updated: CPU
+// slots are made whole first (see repair_cpu_slots()), then the lists and
+// counts are derived again from the slots' states (a thread's and a
+// process's state are each one store), and dead processes are reaped.
 void SharedScheduler::repair(WakeList& wakes) {
     Header& h = s_.header;
     h.recoveries.fetch_add(1, rlx);
@@ -212,6 +213,8 @@ void SharedScheduler::repair(WakeList& wakes) {
         slot.threads.store(0, rlx);
     }
     h.thread_free_head = kNone;
+    // Before the pools are rebuilt: a CPU may still name a Pool thread.
+    repair_cpu_slots(wakes);
     for (int32_t t = h.threads_used - 1; t >= 0; --t) {
         ThreadSlot& th = s_.threads[t];
         ThreadState st = th.state.load(rlx);

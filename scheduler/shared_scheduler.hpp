@@ -259,6 +259,12 @@ class SharedScheduler {
     void hold_without_work(int32_t cpu, shm::CpuState next);
     void set_free(int32_t cpu);
     void evict_holder(int32_t cpu);
+    // Repair: finishes or undoes the CPU slot writes a dead lock holder
+    // left half done (grant, set_free, evict_holder and take_kept each
+    // write a CPU slot in several stores).
+    void repair_cpu_slots(WakeList& wakes);
+    // Repair: whether `cpu`'s named holder may hold it.
+    bool holder_is_sound(int32_t cpu) const;
     // Lets `thread` run on every managed CPU (an evicted lender).
     void unbind_thread(int32_t thread);
     void close_stint(shm::CpuSlot& cpu, uint64_t now);

@@ -52,6 +52,24 @@ class SchedulerTest : public ::testing::Test {
         map_->procs[p].ready_any += n;
     }
     Segment& seg() { return *map_.get(); }
+    // A process dies holding the segment lock; the next lock repairs.
+    void kill_a_lock_holder() {
+        pid_t child = test::fork_child([&] {
+            pthread_mutex_lock(&seg().header.lock);
+            ::raise(SIGKILL);
+            return 0;
+        });
+        ASSERT_EQ(test::wait_child(child), 128 + SIGKILL);
+    }
+    // Process `p`'s only pool thread, granted CPU `c` under the lock.
+    int32_t grant_cpu(int32_t p, int32_t c) {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, c, true}, w), c);
+        const int32_t t = seg().cpus[c].owner_thread.load();
+        sched_->take_grant(t);
+        return t;
+    }
 
     SegmentMapping map_;
     std::unique_ptr<SharedScheduler> sched_;
@@ -195,12 +213,7 @@ TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
     seg().procs[a].pool_size.store(0);
     seg().header.thread_free_head = kNone;
     seg().header.unheld_cpus.store(-3);
-    pid_t child = test::fork_child([&] {
-        pthread_mutex_lock(&seg().header.lock);
-        ::raise(SIGKILL);
-        return 0;
-    });
-    ASSERT_EQ(test::wait_child(child), 128 + SIGKILL);
+    kill_a_lock_holder();
     WakeList w;
     auto lock = sched_->lock(w); // EOWNERDEAD: repair runs
     EXPECT_EQ(seg().header.recoveries.load(), 1u);
@@ -299,4 +312,70 @@ TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
     EXPECT_EQ(result.load(), 0);
     EXPECT_FALSE(sched_->holds(t, c));
     EXPECT_FALSE(sched_->runs_elsewhere(t, kNone));
+}
+
+// A lock holder killed between the stores of one CPU slot: repair makes the
+// slot whole, whichever store it stopped after.
+TEST_F(SchedulerTest, RepairFreesACpuWhoseOwnerWasClearedButNotItsState) {
+    int32_t a = add_process();
+    grant_cpu(a, 0);
+    seg().cpus[0].owner_thread.store(kNone); // set_free(), cut short
+    seg().cpus[0].owner_proc.store(kNone);
+    kill_a_lock_holder();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
+    EXPECT_EQ(seg().header.unheld_cpus.load(), 2);
+}
+
+TEST_F(SchedulerTest, RepairPutsBackAThreadWhoseGrantNeverReachedIt) {
+    int32_t a = add_process();
+    const int32_t t = grant_cpu(a, 0);
+    seg().threads[t].state.store(ThreadState::Pool); // popped; grant() cut short
+    kill_a_lock_holder();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
+    EXPECT_EQ(seg().cpus[0].owner_thread.load(), kNone);
+    EXPECT_EQ(seg().procs[a].pool_head, t);
+    EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
+}
+
+TEST_F(SchedulerTest, RepairClearsTheOwnerOfACpuLeftFree) {
+    int32_t a = add_process();
+    seg().cpus[1].owner_proc.store(a); // grant() cut short on a Free CPU
+    seg().cpus[1].owner_thread.store(seg().procs[a].pool_head);
+    kill_a_lock_holder();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    EXPECT_EQ(seg().cpus[1].owner_thread.load(), kNone);
+    EXPECT_EQ(seg().cpus[1].owner_proc.load(), kNone);
+}
+
+TEST_F(SchedulerTest, RepairFreesACpuATakerMarkedBlocked) {
+    int32_t a = add_process();
+    const int32_t t = grant_cpu(a, 0);
+    seg().threads[t].state.store(ThreadState::Blocked); // take_kept(), cut short
+    kill_a_lock_holder();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
+}
+
+TEST_F(SchedulerTest, RepairTellsAnIdleHolderOfAGrantCutShort) {
+    int32_t a = add_process();
+    const int32_t t = grant_cpu(a, 0);
+    {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        sched_->hold_idle(0, /*sleeping=*/true, w);
+    }
+    ASSERT_EQ(seg().threads[t].state.load(), ThreadState::Holding);
+    seg().cpus[0].state.store(CpuState::Running); // grant() to the holder, cut short
+    kill_a_lock_holder();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Running);
+    EXPECT_EQ(sched_->take_grant(t), 0);
+    EXPECT_EQ(seg().header.unheld_cpus.load(), 1);
 }
