@@ -12,6 +12,7 @@ namespace coexec::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::string_view_literals;
 
 // How an adapter is injected: its directory on LD_LIBRARY_PATH (the
 // program's own libomp/libgomp resolve to it), its library in LD_PRELOAD, or
@@ -43,6 +44,19 @@ fs::path library_dir() {
     if (!fs::exists(build_tree / "libcoexec.so", ec) && fs::exists(installed / "libcoexec.so", ec))
         return installed;
     return build_tree;
+}
+
+// OpenBLAS's OpenMP build, when installed: its threads are OpenMP threads,
+// which the re-hosted libomp hosts, where the pthreads build (which the
+// system's libblas.so.3 alternative may name) keeps a pool coexec cannot
+// see. On the loader path it wins for this process only; the alternative is
+// left alone. COEXEC_OPENBLAS_DIR names another directory, or none if empty.
+std::string openblas_openmp_dir() {
+    const char* chosen = std::getenv("COEXEC_OPENBLAS_DIR");
+    std::string dir = chosen ? chosen : COEXEC_OPENBLAS_OPENMP_DIR;
+    std::error_code ec;
+    if (dir.empty() || !fs::exists(fs::path(dir) / "libopenblas.so.0", ec)) return {};
+    return dir;
 }
 
 // Prepends `first` to the ':'-separated list in variable `name`.
@@ -79,7 +93,10 @@ bool set_loader_env(const RunOptions& o, const fs::path& lib) {
             if (!preload.empty()) preload += ':';
             preload += file.string();
         }
-        if (a.on_path) lib_path = file.parent_path().string() + ":" + lib_path;
+        if (!a.on_path) continue;
+        if (std::string blas = openblas_openmp_dir(); !blas.empty() && a.name == "openmp"sv)
+            lib_path = blas + ":" + lib_path;
+        lib_path = file.parent_path().string() + ":" + lib_path;
     }
     prepend_env("LD_LIBRARY_PATH", lib_path);
     if (!preload.empty()) prepend_env("LD_PRELOAD", preload);

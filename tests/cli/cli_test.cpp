@@ -405,8 +405,10 @@ class CliRun : public ::testing::Test {
     }
 
     // `coexec run ARGS...` run from the copy, with these environment extras.
-    Outcome run(std::vector<std::string> args, const Env& env = {}) const {
+    // OpenBLAS's OpenMP directory is left out unless a test names one.
+    Outcome run(std::vector<std::string> args, Env env = {}) const {
         args.insert(args.begin(), {cli_path(), "run"});
+        env.emplace("COEXEC_OPENBLAS_DIR", "/nonexistent/openblas");
         return run_process(args, env);
     }
 
@@ -439,6 +441,27 @@ TEST_F(CliRun, OpenmpDirectoryGoesFirstOnTheLibraryPathAndLibompIsPreloaded) {
     EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
     // Preloaded too, so its libc wrappers reach OpenMP loaded by dlopen.
     EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), lib() + "/coexec/openmp/libomp.so.5");
+}
+
+TEST_F(CliRun, OpenblasOpenmpBuildFollowsTheOpenmpAdapterOnTheLibraryPath) {
+    add_adapter("openmp", "libomp.so.5");
+    add_adapter("openblas", "libopenblas.so.0"); // a stand-in OpenBLAS directory
+    const std::string blas = lib() + "/coexec/openblas";
+    Outcome o = run({"--openmp", "--", "/bin/sh", "-c", kShowLoaderEnv},
+                    Env{{"LD_LIBRARY_PATH", "/old"}, {"COEXEC_OPENBLAS_DIR", blas}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"),
+              lib() + "/coexec/openmp:" + blas + ":" + lib() + ":/old");
+    // Without the OpenMP adapter its threads would not be hosted: left out.
+    add_adapter("tbb", "libirml.so.1");
+    o = run({"--tbb", "--", "/bin/sh", "-c", kShowLoaderEnv},
+            Env{{"LD_LIBRARY_PATH", ""}, {"COEXEC_OPENBLAS_DIR", blas}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib());
+    // A directory without libopenblas.so.0 is no OpenBLAS build.
+    o = run({"--openmp", "--", "/bin/sh", "-c", kShowLoaderEnv},
+            Env{{"LD_LIBRARY_PATH", ""}, {"COEXEC_OPENBLAS_DIR", lib()}});
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
 }
 
 TEST_F(CliRun, DefaultTakesEveryBuiltAdapter) {
