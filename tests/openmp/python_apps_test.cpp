@@ -1,0 +1,149 @@
+// Python applications under `coexec run`, unmodified: Debian's NumPy on
+// OpenBLAS's OpenMP build, scikit-learn and PyTorch. Each program runs stock
+// and re-hosted; both must give the same result, and the re-hosted one must
+// have loaded coexec's OpenMP runtime. A missing Python package skips its
+// test and says which (scripts/deps/python.txt installs them).
+#include "subprocess.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using coexec::test::ProcessResult;
+using coexec::test::run;
+using coexec::test::Subprocess;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Debian's interpreter: a python3 earlier on PATH may not see its packages.
+const std::string kPython = "/usr/bin/python3";
+const std::string kOmpDir = COEXEC_TEST_OMP_DIR;
+const std::string kProgramDir = COEXEC_TEST_PYTHON_DIR;
+const std::string kCoexecCli = COEXEC_TEST_CLI;
+
+using Env = std::map<std::string, std::string>;
+
+Env base_env() {
+    return {
+        {"OMP_NUM_THREADS", "2"}, {"PYTHONPATH", kProgramDir}, {"PYTHONDONTWRITEBYTECODE", "1"}};
+}
+
+Env coexec_env(const std::string& tag) {
+    Env env = base_env();
+    env["COEXEC_CONFIG_OVERRIDE"] =
+        "shared_memory.name=pytest-" + tag + "-" + std::to_string(getpid());
+    return env;
+}
+
+// The value after "key: " on its own line of `out`, or "".
+std::string field(const std::string& out, const std::string& key) {
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(key + ": ", 0) == 0) return line.substr(key.size() + 2);
+    return "";
+}
+
+std::vector<double> numbers(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<double> out;
+    for (double x; in >> x;)
+        out.push_back(x);
+    return out;
+}
+
+std::vector<std::string> words(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;)
+        if (w != "none") out.push_back(w);
+    return out;
+}
+
+// Skips the test unless `modules` import under Debian's interpreter.
+bool importable(const std::string& modules) {
+    return run({kPython, "-c", "import " + modules}, {}, 120s).exit_code == 0;
+}
+
+std::vector<std::string> stock_argv(const std::string& script) {
+    return {kPython, kProgramDir + "/" + script};
+}
+
+std::vector<std::string> coexec_argv(const std::string& script) {
+    return {kCoexecCli, "run", "--openmp", "--", kPython, kProgramDir + "/" + script};
+}
+
+// Runs `script` stock and under coexec; expects the same numbers (within
+// `tolerance`, relative: thread scheduling may reorder a reduction) and
+// that coexec's OpenMP runtime served the re-hosted run.
+void expect_same_result(const std::string& script, double tolerance) {
+    const ProcessResult stock = run(stock_argv(script), base_env(), 300s);
+    ASSERT_FALSE(stock.timed_out);
+    ASSERT_EQ(stock.exit_code, 0) << stock.err;
+    const ProcessResult hosted = run(coexec_argv(script), coexec_env(script), 300s);
+    ASSERT_FALSE(hosted.timed_out) << "hung under coexec; stderr:\n" << hosted.err;
+    ASSERT_EQ(hosted.exit_code, 0) << hosted.err;
+    const auto want = numbers(field(stock.out, "result"));
+    const auto got = numbers(field(hosted.out, "result"));
+    ASSERT_FALSE(want.empty()) << stock.out;
+    ASSERT_EQ(got.size(), want.size()) << hosted.out;
+    for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], tolerance * std::abs(want[i])) << "value " << i;
+    // Every OpenMP runtime the re-hosted run mapped is coexec's (a system
+    // libgomp beside it would run its own threads); the stock run maps none.
+    const auto hosted_runtimes = words(field(hosted.out, "openmp"));
+    ASSERT_FALSE(hosted_runtimes.empty()) << hosted.out;
+    for (const std::string& path : hosted_runtimes)
+        EXPECT_EQ(path.rfind(kOmpDir, 0), 0u) << "the re-hosted run mapped " << path;
+    for (const std::string& path : words(field(stock.out, "openmp")))
+        EXPECT_EQ(path.rfind(kOmpDir, 0), std::string::npos) << "the stock run mapped " << path;
+}
+
+} // namespace
+
+TEST(PythonNumpy, MatmulsOnOpenblasGiveTheStockResult) {
+    if (!importable("numpy")) GTEST_SKIP() << "python3-numpy is not installed";
+    expect_same_result("numpy_matmul.py", 1e-12);
+}
+
+TEST(PythonNumpy, CoexecRunLoadsOpenblasOpenmpBuild) {
+    if (!importable("numpy")) GTEST_SKIP() << "python3-numpy is not installed";
+    const ProcessResult r = run(coexec_argv("numpy_matmul.py"), coexec_env("blas"), 300s);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string blas = field(r.out, "blas");
+    if (blas.find("openblas") == std::string::npos)
+        GTEST_SKIP() << "libopenblas0-openmp is not installed (BLAS: " << blas << ")";
+    EXPECT_NE(blas.find("openblas-openmp"), std::string::npos) << blas;
+}
+
+TEST(PythonNumpy, FourProcessesAtOnceEachGiveTheStockResult) {
+    if (!importable("numpy")) GTEST_SKIP() << "python3-numpy is not installed";
+    const ProcessResult stock = run(stock_argv("numpy_matmul.py"), base_env(), 300s);
+    ASSERT_EQ(stock.exit_code, 0) << stock.err;
+    const Env env = coexec_env("four"); // one segment: the four share the CPUs
+    std::vector<std::unique_ptr<Subprocess>> procs;
+    for (int i = 0; i < 4; ++i)
+        procs.push_back(std::make_unique<Subprocess>(coexec_argv("numpy_matmul.py"), env));
+    for (auto& p : procs) {
+        const ProcessResult r = p->wait(300s);
+        ASSERT_FALSE(r.timed_out) << "a process hung; stderr:\n" << r.err;
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(field(r.out, "result"), field(stock.out, "result"));
+    }
+}
+
+TEST(PythonSklearn, KMeansNextToBlasGivesTheStockResult) {
+    if (!importable("sklearn.cluster")) GTEST_SKIP() << "python3-sklearn is not installed";
+    expect_same_result("sklearn_kmeans.py", 1e-9);
+}
+
+TEST(PythonTorch, TransformerEncoderGivesTheStockResult) {
+    if (!importable("torch")) GTEST_SKIP() << "python3-torch is not installed";
+    expect_same_result("torch_encoder.py", 1e-5);
+}
