@@ -4,6 +4,7 @@
 #include "runtime.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 using coexec::core::Runtime;
@@ -22,8 +23,12 @@ int current_cpu() {
     return self->cpu;
 }
 
+// A copy the caller owns and releases with free(), as nOS-V documents;
+// nullptr when memory runs out.
 int* as_array(const std::vector<int>& v) {
-    return const_cast<int*>(v.data());
+    auto* out = static_cast<int*>(std::malloc(std::max<size_t>(v.size(), 1) * sizeof(int)));
+    if (out) std::copy(v.begin(), v.end(), out);
+    return out;
 }
 
 // System ids of the distinct cores, in CPU order.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
+#include <vector>
 
 namespace coexec::bench {
 
@@ -27,11 +28,13 @@ void use_segment(const std::string& name, const std::string& extra) {
 
 int strict_cpu(const Options& options) {
     const int count = nosv_get_num_cpus();
-    const int* cpus = nosv_get_available_cpus();
-    if (count <= 0 || !cpus) fail("coexec reports no CPUs");
+    int* array = nosv_get_available_cpus(); // ours to free
+    if (count <= 0 || !array) fail("coexec reports no CPUs");
+    const std::vector<int> cpus(array, array + count);
+    std::free(array);
     if (!options.cpu) return cpus[0];
-    for (int i = 0; i < count; ++i)
-        if (cpus[i] == *options.cpu) return *options.cpu;
+    for (int cpu : cpus)
+        if (cpu == *options.cpu) return cpu;
     fail("--cpu " + std::to_string(*options.cpu) + " is not a CPU that coexec manages");
 }
 

@@ -33,12 +33,16 @@ int nosv_get_current_system_domain(nosv_topo_level_t level);
 int nosv_get_num_cpus_in_domain(nosv_topo_level_t level, int sid);
 
 int nosv_get_num_cpus(void);
-/* System ids of the managed CPUs (nosv_get_num_cpus() entries). */
+/* System ids of the managed CPUs (nosv_get_num_cpus() entries), in an array
+ * the caller owns and releases with free(); NULL before nosv_init or when
+ * memory runs out. */
 int *nosv_get_available_cpus(void);
 int nosv_get_current_logical_cpu(void);
 int nosv_get_current_system_cpu(void);
 
 int nosv_get_num_numa_nodes(void);
+/* System ids of the NUMA nodes (nosv_get_num_numa_nodes() entries); the
+ * caller frees the array, as for nosv_get_available_cpus(). */
 int *nosv_get_available_numa_nodes(void);
 int nosv_get_current_logical_numa_node(void);
 int nosv_get_current_system_numa_node(void);

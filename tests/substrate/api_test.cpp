@@ -6,6 +6,7 @@
 #include <nosv.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -83,6 +84,16 @@ nosv_task_t make_task(nosv_task_type_t type, Countdown* cd) {
     EXPECT_EQ(nosv_create(&t, type, sizeof(Meta), NOSV_CREATE_NONE), NOSV_SUCCESS);
     static_cast<Meta*>(nosv_get_task_metadata(t))->countdown = cd;
     return t;
+}
+
+// nosv_get_available_cpus(), copied; the array is the caller's to free.
+std::vector<int> available_cpus() {
+    int* array = nosv_get_available_cpus();
+    EXPECT_NE(array, nullptr);
+    if (!array) return {};
+    std::vector<int> out(array, array + nosv_get_num_cpus());
+    std::free(array);
+    return out;
 }
 
 } // namespace
@@ -289,7 +300,7 @@ TEST(Api, StrictAffinityRunsOnlyThere) {
     Instance in;
     nosv_task_type_t type = make_type();
     int ncpu = nosv_get_num_cpus();
-    int* cpus = nosv_get_available_cpus();
+    const std::vector<int> cpus = available_cpus();
     constexpr int per_cpu = 20;
     Countdown cd(ncpu * per_cpu);
     std::vector<nosv_task_t> tasks;
@@ -528,13 +539,16 @@ TEST(Api, HwinfoDescribesManagedCpus) {
     EXPECT_EQ(nosv_get_num_domains(NOSV_TOPO_LEVEL_NODE), 1);
     int numa = nosv_get_num_numa_nodes();
     ASSERT_GE(numa, 1);
-    int sys = nosv_get_available_numa_nodes()[0];
+    int* numas = nosv_get_available_numa_nodes();
+    ASSERT_NE(numas, nullptr);
+    int sys = numas[0];
+    std::free(numas); // the caller's to free (nOS-V's contract)
     EXPECT_EQ(nosv_get_logical_numa_id(sys), 0);
     EXPECT_EQ(nosv_get_system_numa_id(0), sys);
     EXPECT_GE(nosv_get_num_cpus_in_numa(sys), 1);
     EXPECT_EQ(nosv_get_system_numa_id(99), NOSV_ERR_INVALID_PARAMETER);
     int cpu = nosv_get_current_system_cpu();
-    EXPECT_EQ(nosv_get_available_cpus()[nosv_get_current_logical_cpu()], cpu);
+    EXPECT_EQ(available_cpus().at(size_t(nosv_get_current_logical_cpu())), cpu);
     EXPECT_EQ(nosv_get_num_domains(NOSV_TOPO_LEVEL_COUNT), NOSV_ERR_INVALID_PARAMETER);
 }
 
@@ -551,7 +565,7 @@ TEST(Api, SubmitAndWaitRoundsNeverLoseATask) {
     Instance in;
     nosv_task_type_t type = make_type();
     int ncpu = nosv_get_num_cpus();
-    int* cpus = nosv_get_available_cpus();
+    const std::vector<int> cpus = available_cpus();
     for (int round = 0; round < 3000; ++round) {
         Countdown cd(2);
         nosv_task_t any = make_task(type, &cd), pinned = make_task(type, &cd);
@@ -750,4 +764,25 @@ TEST(Api, AThreadThatKeepsItsAffinityRunsUnderItOutsideCoexec) {
 TEST(Api, ALentCpuGoesToWorkThatNeedsIt) {
     ASSERT_NO_FATAL_FAILURE(
         expect_parked_cpu_runs_work(coexec_lend_cpu, 20, std::chrono::microseconds(100), "lent"));
+}
+
+// nOS-V documents the topology arrays as the caller's, released with free().
+// Each call gives a fresh copy; freeing both must not disturb the runtime
+// (a double free aborts the process at shutdown).
+TEST(Api, TopologyArraysBelongToTheCaller) {
+    Instance in;
+    int* cpus = nosv_get_available_cpus();
+    int* again = nosv_get_available_cpus();
+    int* numas = nosv_get_available_numa_nodes();
+    ASSERT_NE(cpus, nullptr);
+    ASSERT_NE(numas, nullptr);
+    EXPECT_NE(cpus, again) << "each call returns an array of its own";
+    for (int i = 0; i < nosv_get_num_cpus(); ++i)
+        EXPECT_EQ(cpus[i], again[i]);
+    cpus[0] = -42; // the caller's copy: the runtime does not see it
+    EXPECT_NE(available_cpus().at(0), -42);
+    std::free(cpus);
+    std::free(again);
+    std::free(numas);
+    EXPECT_GE(nosv_get_num_cpus(), 1);
 }

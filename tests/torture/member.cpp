@@ -818,8 +818,13 @@ void run_round(Rng& rng, uint32_t lifetime_ms) {
     const int ncpus = nosv_get_num_cpus();
     const int nnuma = nosv_get_num_numa_nodes();
     ENSURE(ncpus > 0 && nnuma > 0, "no CPUs (%d) or NUMA nodes (%d)", ncpus, nnuma);
-    m.cpus.assign(nosv_get_available_cpus(), nosv_get_available_cpus() + ncpus);
-    m.numas.assign(nosv_get_available_numa_nodes(), nosv_get_available_numa_nodes() + nnuma);
+    int* cpus = nosv_get_available_cpus(); // both arrays are ours to free
+    int* numas = nosv_get_available_numa_nodes();
+    ENSURE(cpus && numas, "no topology arrays");
+    m.cpus.assign(cpus, cpus + ncpus);
+    m.numas.assign(numas, numas + nnuma);
+    std::free(cpus);
+    std::free(numas);
     EXPECT_OK(nosv_type_init(&m.type, task_body, task_end, task_completed, "torture", &m, nullptr,
                              NOSV_TYPE_INIT_NONE));
     ENSURE(nosv_get_task_type_metadata(m.type) == &m, "nosv_get_task_type_metadata is wrong");
