@@ -222,7 +222,15 @@ COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const c
     if (!task || (flags & ~(NOSV_ATTACH_INSTRUMENT | COEXEC_ATTACH_KEEP_AFFINITY)))
         return NOSV_ERR_INVALID_PARAMETER;
     if (affinity && !valid_affinity(*rt, *affinity)) return NOSV_ERR_INVALID_PARAMETER;
-    if (this_thread_context()) return NOSV_ERR_INVALID_OPERATION; // already a coexec thread
+    if (ThreadContext* self = this_thread_context()) {
+        // An attached thread attaches again by nesting (nOS-V's semantics):
+        // the same task, and only the outermost nosv_detach detaches. A
+        // worker is coexec's own thread, not the caller's to attach.
+        if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
+        ++self->attach_nesting;
+        *task = self->attach_task;
+        return NOSV_SUCCESS;
+    }
     return rt->attach(task, affinity, label, flags & COEXEC_ATTACH_KEEP_AFFINITY);
 }
 
@@ -235,6 +243,10 @@ COEXEC_API int nosv_detach(nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
     if (!self) return NOSV_ERR_OUTSIDE_TASK;
     if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
+    if (self->attach_nesting > 0) {
+        --self->attach_nesting; // an inner attach: the thread stays attached
+        return NOSV_SUCCESS;
+    }
     // A thread that kept its affinity has nothing to restore (and may have
     // changed it itself since).
     return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY) && !self->keeps_affinity);

@@ -212,6 +212,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     t->thread = ctx.get();
     t->state.store(TaskState::Ready, rel);
     ctx->current = t;
+    ctx->attach_task = t;
     ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
     ThreadContext* raw = ctx.release();
     this_thread_context() = raw;

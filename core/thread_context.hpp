@@ -30,8 +30,10 @@ struct ThreadContext {
     bool has_batch() const { return batch_next < batch_end; }
     bool worker = false;
     bool attached = false;
-    bool keeps_affinity = false; // attached with COEXEC_ATTACH_KEEP_AFFINITY
-    bool pinned = false;         // such a thread, pinned by bind_to(); own mask below
+    int attach_nesting = 0;           // nested nosv_attach calls a nosv_detach undoes first
+    nosv_task* attach_task = nullptr; // an attached thread's own task
+    bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
+    bool pinned = false;              // such a thread, pinned by bind_to(); own mask below
     cpu_set_t own_mask{};
     cpu_set_t original_mask{};                   // restored by detach
     std::unique_ptr<nosv_task_type> attach_type; // carries the attach label

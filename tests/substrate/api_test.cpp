@@ -236,10 +236,42 @@ TEST(Api, CallsOutsideATaskReturnOutsideTask) {
     nosv_type_destroy(type, 0);
 }
 
-TEST(Api, AttachTwiceAndDoubleSubmitAreInvalidOperations) {
+// nOS-V's nested attach: an attached thread attaches again and gets its own
+// task; only the outermost nosv_detach detaches it (also from a blocked
+// section, where the thread is outside coexec).
+TEST(Api, NestedAttachNestsAndOnlyTheOutermostDetachDetaches) {
+    Instance in; // the main thread is attached
+    nosv_task_t self = nosv_self();
+    nosv_task_t inner = nullptr, innermost = nullptr;
+    ASSERT_EQ(nosv_attach(&inner, nullptr, "inner", 0), NOSV_SUCCESS);
+    EXPECT_EQ(inner, self);
+    ASSERT_EQ(coexec_block_enter(), 0);
+    ASSERT_EQ(nosv_attach(&innermost, nullptr, "innermost", 0), NOSV_SUCCESS);
+    EXPECT_EQ(innermost, self);
+    ASSERT_EQ(nosv_detach(0), NOSV_SUCCESS);
+    ASSERT_EQ(coexec_block_exit(), 0);
+    ASSERT_EQ(nosv_detach(0), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_self(), self) << "an inner detach detached the thread";
+    EXPECT_GE(nosv_get_current_logical_cpu(), 0) << "still attached: it holds a CPU";
+    // A task body runs on a worker: not the caller's thread to attach.
+    nosv_task_type_t type = nullptr;
+    ASSERT_EQ(nosv_type_init(
+                  &type,
+                  [](nosv_task_t) {
+                      nosv_task_t t;
+                      EXPECT_EQ(nosv_attach(&t, nullptr, "worker", 0), NOSV_ERR_INVALID_OPERATION);
+                  },
+                  nullptr, nullptr, "w", nullptr, nullptr, 0),
+              0);
+    nosv_task_t t;
+    ASSERT_EQ(nosv_create(&t, type, 0, 0), 0);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_BLOCKING), 0);
+    nosv_destroy(t, 0);
+    nosv_type_destroy(type, 0);
+}
+
+TEST(Api, DoubleSubmitIsAnInvalidOperation) {
     Instance in;
-    nosv_task_t again;
-    EXPECT_EQ(nosv_attach(&again, nullptr, "x", 0), NOSV_ERR_INVALID_OPERATION);
     nosv_task_type_t type = make_type();
     Countdown cd(1);
     nosv_task_t t = make_task(type, &cd);
