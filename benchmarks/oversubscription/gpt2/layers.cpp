@@ -1,6 +1,9 @@
 #include "layers.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace gpt2::layers {
 
@@ -82,46 +85,225 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, co
     }
 }
 
-void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
-                    int lo, int hi, int olo, int ohi) {
-    for (int bt = lo; bt < hi; ++bt) {
-        const float* x = inp + at(bt, C);
-        float* o = out + at(bt, OC);
-        for (int oc = olo; oc < ohi; ++oc) {
-            const float* wr = w + at(oc, C);
-            float sum = bias ? bias[oc] : 0.0f;
-            for (int i = 0; i < C; ++i)
+// The matmuls work on register tiles of 16-float vectors (GCC/Clang vector extensions, so
+// the same code maps to AVX-512, AVX2 or SSE). Each output element is summed in an order
+// that depends only on the shapes, never on the tile or the lo/hi/olo/ohi range a piece
+// covers, so every execution mode gets the same bits.
+namespace {
+
+constexpr int kLanes = 16;
+typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline void load(Vec& v, const float* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+inline void store(float* p, const Vec& v) {
+    std::memcpy(p, &v, sizeof v);
+}
+// Sum of the lanes, halving the vector each time (always the same order).
+inline float lane_sum(const Vec& v) {
+    typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
+    typedef float Vec4 __attribute__((vector_size(4 * sizeof(float))));
+    const Vec8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    const Vec4 s4 =
+        __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+// out[bt + r][oc + q] for r < R, q < Q: lane-wise dot products over the first C - C % 16
+// channels, then the lanes, then the remaining channels one by one.
+template <int R, int Q>
+void forward_tile(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
+                  int bt, int oc) {
+    const int cv = C - C % kLanes;
+    Vec acc[R][Q] = {};
+    for (int i = 0; i < cv; i += kLanes) {
+        Vec x[R], wv[Q];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+            load(x[r], inp + at(bt + r, C) + i);
+#pragma GCC unroll 16
+        for (int q = 0; q < Q; ++q)
+            load(wv[q], w + at(oc + q, C) + i);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+            for (int q = 0; q < Q; ++q)
+                acc[r][q] += x[r] * wv[q];
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        const float* x = inp + at(bt + r, C);
+#pragma GCC unroll 16
+        for (int q = 0; q < Q; ++q) {
+            const float* wr = w + at(oc + q, C);
+            float sum = lane_sum(acc[r][q]);
+            for (int i = cv; i < C; ++i)
                 sum += x[i] * wr[i];
-            o[oc] = sum;
+            out[at(bt + r, OC) + oc + q] = (bias ? bias[oc + q] : 0.0f) + sum;
         }
     }
 }
 
+template <int Q>
+void forward_rows(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
+                  int lo, int hi, int oc) {
+    int bt = lo;
+    for (; bt + 4 <= hi; bt += 4)
+        forward_tile<4, Q>(out, inp, w, bias, C, OC, bt, oc);
+    for (; bt < hi; ++bt)
+        forward_tile<1, Q>(out, inp, w, bias, C, OC, bt, oc);
+}
+
+// dinp[bt + r][i + 16 v] += dout[bt + r][oc] * w[oc][i + 16 v] for oc in [o0, o1), in order.
+template <int R, int NV>
+void input_tile(float* dinp, const float* dout, const float* w, int C, int OC, int bt, int i,
+                int o0, int o1) {
+    Vec acc[R][NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v)
+            load(acc[r][v], dinp + at(bt + r, C) + i + v * kLanes);
+    for (int oc = o0; oc < o1; ++oc) {
+        Vec wv[NV];
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v)
+            load(wv[v], w + at(oc, C) + i + v * kLanes);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const float g = dout[at(bt + r, OC) + oc];
+#pragma GCC unroll 16
+            for (int v = 0; v < NV; ++v)
+                acc[r][v] += wv[v] * g;
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v)
+            store(dinp + at(bt + r, C) + i + v * kLanes, acc[r][v]);
+}
+
+template <int NV>
+void input_rows(float* dinp, const float* dout, const float* w, int C, int OC, int lo, int hi,
+                int i, int o0, int o1) {
+    int bt = lo;
+    for (; bt + 4 <= hi; bt += 4)
+        input_tile<4, NV>(dinp, dout, w, C, OC, bt, i, o0, o1);
+    for (; bt < hi; ++bt)
+        input_tile<1, NV>(dinp, dout, w, C, OC, bt, i, o0, o1);
+}
+
+// dw[oc + r][i + 16 v] += sum over bt, in order, of g[bt][r] * inp[bt][i + 16 v], where g
+// holds the packed dout columns (kPack per row).
+constexpr int kPack = 16;
+template <int R, int NV>
+void weight_tile(float* dw, const float* g, const float* inp, int BT, int C, int oc, int i) {
+    Vec acc[R][NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v)
+            load(acc[r][v], dw + at(oc + r, C) + i + v * kLanes);
+    for (int bt = 0; bt < BT; ++bt) {
+        Vec x[NV];
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v)
+            load(x[v], inp + at(bt, C) + i + v * kLanes);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const float gr = g[at(bt, kPack) + r];
+#pragma GCC unroll 16
+            for (int v = 0; v < NV; ++v)
+                acc[r][v] += x[v] * gr;
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v)
+            store(dw + at(oc + r, C) + i + v * kLanes, acc[r][v]);
+}
+
+template <int R>
+void weight_cols(float* dw, const float* g, const float* inp, int BT, int C, int oc) {
+    const int cv = C - C % kLanes;
+    int i = 0;
+    for (; i + 4 * kLanes <= cv; i += 4 * kLanes)
+        weight_tile<R, 4>(dw, g, inp, BT, C, oc, i);
+    for (; i < cv; i += kLanes)
+        weight_tile<R, 1>(dw, g, inp, BT, C, oc, i);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+        for (int j = cv; j < C; ++j) {
+            float sum = dw[at(oc + r, C) + j];
+            for (int bt = 0; bt < BT; ++bt)
+                sum += inp[at(bt, C) + j] * g[at(bt, kPack) + r];
+            dw[at(oc + r, C) + j] = sum;
+        }
+}
+
+} // namespace
+
+void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
+                    int lo, int hi, int olo, int ohi) {
+    // Four weight rows at a time against every row of the piece (those stay in L1).
+    int oc = olo;
+    for (; oc + 4 <= ohi; oc += 4)
+        forward_rows<4>(out, inp, w, bias, C, OC, lo, hi, oc);
+    for (; oc < ohi; ++oc)
+        forward_rows<1>(out, inp, w, bias, C, OC, lo, hi, oc);
+}
+
 void matmul_backward_input(float* dinp, const float* dout, const float* w, int C, int OC, int lo,
                            int hi) {
-    for (int bt = lo; bt < hi; ++bt) {
-        const float* d = dout + at(bt, OC);
-        float* dx = dinp + at(bt, C);
-        for (int oc = 0; oc < OC; ++oc) {
-            const float* wr = w + at(oc, C);
-            const float g = d[oc];
-            for (int i = 0; i < C; ++i)
-                dx[i] += wr[i] * g;
+    // Blocks of rows and of weight rows, so a block of w is reused from cache by every row
+    // tile; each dinp element still receives its OC terms in order.
+    constexpr int kRowBlock = 32, kOcBlock = 128;
+    const int cv = C - C % kLanes;
+    for (int r0 = lo; r0 < hi; r0 += kRowBlock) {
+        const int r1 = std::min(hi, r0 + kRowBlock);
+        for (int o0 = 0; o0 < OC; o0 += kOcBlock) {
+            const int o1 = std::min(OC, o0 + kOcBlock);
+            int i = 0;
+            for (; i + 4 * kLanes <= cv; i += 4 * kLanes)
+                input_rows<4>(dinp, dout, w, C, OC, r0, r1, i, o0, o1);
+            for (; i < cv; i += kLanes)
+                input_rows<1>(dinp, dout, w, C, OC, r0, r1, i, o0, o1);
+            for (int bt = r0; bt < r1; ++bt) {
+                float* dx = dinp + at(bt, C);
+                const float* d = dout + at(bt, OC);
+                for (int oc = o0; oc < o1; ++oc)
+                    for (int j = cv; j < C; ++j)
+                        dx[j] += w[at(oc, C) + j] * d[oc];
+            }
         }
     }
 }
 
 void matmul_backward_weight(float* dw, float* dbias, const float* dout, const float* inp, int BT,
                             int C, int OC, int olo, int ohi) {
-    for (int oc = olo; oc < ohi; ++oc) {
-        float* dwr = dw + at(oc, C);
-        for (int bt = 0; bt < BT; ++bt) {
-            const float g = dout[at(bt, OC) + oc];
-            const float* x = inp + at(bt, C);
-            if (dbias) dbias[oc] += g;
-            for (int i = 0; i < C; ++i)
-                dwr[i] += x[i] * g;
-        }
+    // dout's columns for up to kPack outputs are copied to a dense (BT, kPack) block first.
+    std::vector<float> g(static_cast<std::size_t>(BT) * kPack);
+    for (int o0 = olo; o0 < ohi; o0 += kPack) {
+        const int n = std::min(kPack, ohi - o0);
+        for (int bt = 0; bt < BT; ++bt)
+            for (int q = 0; q < n; ++q)
+                g[at(bt, kPack) + q] = dout[at(bt, OC) + o0 + q];
+        if (dbias)
+            for (int q = 0; q < n; ++q) {
+                float sum = dbias[o0 + q];
+                for (int bt = 0; bt < BT; ++bt)
+                    sum += g[at(bt, kPack) + q];
+                dbias[o0 + q] = sum;
+            }
+        int q = 0;
+        for (; q + 4 <= n; q += 4)
+            weight_cols<4>(dw, g.data() + q, inp, BT, C, o0 + q);
+        for (; q < n; ++q)
+            weight_cols<1>(dw, g.data() + q, inp, BT, C, o0 + q);
     }
 }
 
