@@ -403,30 +403,87 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int lo, int
 }
 
 void residual_forward(float* out, const float* a, const float* b, int lo, int hi) {
+#pragma omp simd
     for (int i = lo; i < hi; ++i)
         out[i] = a[i] + b[i];
 }
 
 void residual_backward(float* da, float* db, const float* dout, int lo, int hi) {
+#pragma omp simd
     for (int i = lo; i < hi; ++i) {
         da[i] += dout[i];
         db[i] += dout[i];
     }
 }
 
+namespace {
+
+// e^x lane by lane, for x <= 0 (below -87 it clamps to about 1e-38): x = n ln2 + r with
+// |r| <= ln2 / 2, e^r by its degree-7 Taylor polynomial (relative error ~1e-8), and 2^n
+// put together in the exponent bits.
+inline void exp_lanes(Vec& x) {
+    typedef int VecI __attribute__((vector_size(kLanes * sizeof(int))));
+    const Vec lowest = Vec{} - 87.0f;
+    x = x < lowest ? lowest : x;
+    const Vec n = (x * 1.44269504f + 12582912.0f) - 12582912.0f; // round(x / ln2)
+    const Vec r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 in two parts
+    Vec e = Vec{} + 1.0f / 5040.0f;
+    e = e * r + 1.0f / 720.0f;
+    e = e * r + 1.0f / 120.0f;
+    e = e * r + 1.0f / 24.0f;
+    e = e * r + 1.0f / 6.0f;
+    e = e * r + 0.5f;
+    e = e * r + 1.0f;
+    e = e * r + 1.0f;
+    const VecI bits = (__builtin_convertvector(n, VecI) + 127) << 23;
+    Vec scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    x = e * scale;
+}
+
+} // namespace
+
 void softmax_forward(float* probs, const float* logits, int V, int Vp, int lo, int hi) {
+    const int vv = V - V % kLanes;
     for (int bt = lo; bt < hi; ++bt) {
         const float* l = logits + at(bt, Vp);
         float* p = probs + at(bt, Vp);
+        Vec mv = Vec{} - 1e30f;
+        for (int i = 0; i < vv; i += kLanes) {
+            Vec x;
+            load(x, l + i);
+            mv = x > mv ? x : mv;
+        }
         float maxv = -1e30f;
-        for (int i = 0; i < V; ++i)
+        for (int i = 0; i < kLanes; ++i)
+            maxv = mv[i] > maxv ? mv[i] : maxv;
+        for (int i = vv; i < V; ++i)
             maxv = l[i] > maxv ? l[i] : maxv;
-        float sum = 0.0f;
-        for (int i = 0; i < V; ++i) {
-            p[i] = std::exp(l[i] - maxv);
+        Vec sv{};
+        for (int i = 0; i < vv; i += kLanes) {
+            Vec x;
+            load(x, l + i);
+            x -= maxv;
+            exp_lanes(x);
+            store(p + i, x);
+            sv += x;
+        }
+        // The last V % 16 go through the same vector code, padded.
+        Vec tail = Vec{} - 100.0f;
+        for (int i = vv; i < V; ++i)
+            tail[i - vv] = l[i] - maxv;
+        exp_lanes(tail);
+        float sum = lane_sum(sv);
+        for (int i = vv; i < V; ++i) {
+            p[i] = tail[i - vv];
             sum += p[i];
         }
-        for (int i = 0; i < V; ++i)
+        for (int i = 0; i < vv; i += kLanes) {
+            Vec x;
+            load(x, p + i);
+            store(p + i, x / sum);
+        }
+        for (int i = vv; i < V; ++i)
             p[i] /= sum;
         for (int i = V; i < Vp; ++i)
             p[i] = 0.0f;
@@ -444,6 +501,7 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
     for (int bt = lo; bt < hi; ++bt) {
         float* dl = dlogits + at(bt, Vp);
         const float* p = probs + at(bt, Vp);
+#pragma omp simd
         for (int i = 0; i < V; ++i)
             dl[i] += (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * dlosses[bt];
     }
@@ -453,6 +511,7 @@ void adamw(float* params, const float* grads, float* m, float* v, long lo, long 
            float beta1, float beta2, float eps, float weight_decay, int t) {
     const float c1 = 1.0f - std::pow(beta1, static_cast<float>(t));
     const float c2 = 1.0f - std::pow(beta2, static_cast<float>(t));
+#pragma omp simd
     for (long i = lo; i < hi; ++i) {
         m[i] = beta1 * m[i] + (1.0f - beta1) * grads[i];
         v[i] = beta2 * v[i] + (1.0f - beta2) * grads[i] * grads[i];
