@@ -111,6 +111,27 @@ inline float lane_sum(const Vec& v) {
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
+// lane_sum of a[0..3] into s[0..3], bit for bit, sharing the shuffles.
+inline void lane_sum4(const Vec (&a)[4], float* s) {
+    const Vec h01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
+                                            21, 22, 23) +
+                    __builtin_shufflevector(a[0], a[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                                            27, 28, 29, 30, 31);
+    const Vec h23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
+                                            21, 22, 23) +
+                    __builtin_shufflevector(a[2], a[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                                            27, 28, 29, 30, 31);
+    // Lanes 4k..4k+3 hold the four partial sums of a[k].
+    const Vec q = __builtin_shufflevector(h01, h23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24,
+                                          25, 26, 27) +
+                  __builtin_shufflevector(h01, h23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28,
+                                          29, 30, 31);
+    const Vec r =
+        q + __builtin_shufflevector(q, q, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    for (int k = 0; k < 4; ++k)
+        s[k] = r[4 * k] + r[4 * k + 1];
+}
+
 // out[bt + r][oc + q] for r < R, q < Q: lane-wise dot products over the first C - C % 16
 // channels, then the lanes, then the remaining channels one by one.
 template <int R, int Q>
@@ -135,10 +156,16 @@ void forward_tile(float* out, const float* inp, const float* w, const float* bia
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
         const float* x = inp + at(bt + r, C);
+        float sums[Q];
+        if constexpr (Q == 4)
+            lane_sum4(acc[r], sums);
+        else
+            for (int q = 0; q < Q; ++q)
+                sums[q] = lane_sum(acc[r][q]);
 #pragma GCC unroll 16
         for (int q = 0; q < Q; ++q) {
             const float* wr = w + at(oc + q, C);
-            float sum = lane_sum(acc[r][q]);
+            float sum = sums[q];
             for (int i = cv; i < C; ++i)
                 sum += x[i] * wr[i];
             out[at(bt + r, OC) + oc + q] = (bias ? bias[oc + q] : 0.0f) + sum;
