@@ -155,7 +155,7 @@ int run(Options& o) {
     }
     AdamW opt;
     opt.lr = o.lr;
-    double total = 0.0;
+    double total = 0.0, steady = 0.0;
     for (int step = 0; step < o.steps; ++step) {
         loader.next(o.same_batch);
         const double t0 = bench::now();
@@ -170,10 +170,12 @@ int run(Options& o) {
         }
         const double took = bench::now() - t0;
         total += took;
+        if (step > 0 || o.steps == 1) steady += took; // step 0 warms up unless it is all
         std::printf("step %d: train loss %f (took %f ms)\n", step, loss, took * 1e3);
         std::fflush(stdout);
     }
     std::printf("Time per step: %g\n", total / o.steps);
+    std::printf("Steady seconds: %.6f\n", steady); // run.py: the training steps after step 0
     if (!o.save.empty()) save_checkpoint(o.save, o.cfg, trainer.params());
     return 0;
 }

@@ -103,6 +103,9 @@ void report(const Options& o, const CgResult& r, const Problem& p, const Aligned
         std::printf("  DDOT    : %g\n  WAXPBY  : %g\n  SPARSEMV: %g\n", r.ddot, r.waxpby, r.spmv);
     std::printf("Time per iteration: %g\n", r.total / std::max(1, r.iterations));
     std::printf("Difference between computed and exact  = %g\n", diff);
+    // Machine-readable steady-state time (run.py): the CG solve alone, without process
+    // start, problem generation, allocation or the kernels' (OpenCL) set-up.
+    std::printf("Steady seconds: %.6f\n", r.total);
 }
 
 } // namespace
