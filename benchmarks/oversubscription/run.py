@@ -11,6 +11,19 @@ Modes:
   static   each runtime / process gets its share of the cores (taskset and thread counts)
   coexec   through `coexec run` with the adapters the scenario needs ("n/a" if not built)
 
+Times (--time; results.csv always holds both):
+  steady   (default) the work only: each program prints "Steady seconds: S", the time of
+           its solve / training loop without process start, problem set-up, OpenCL
+           context and program build (GPT-2: without its first, warm-up step). Processes
+           that run together count as the slowest of them (MPI ranks too); "alone" runs
+           one after the other, so their times add up.
+  wall     from starting the processes until the last one exits
+
+The table shows each median with its spread [min-max] and its ratio to the alone median,
+and marks whether coexec differs from the better of native and passive by more than the
+noise (their min-max ranges are apart) or not. A plot whose medians differ 30-fold or more
+gets a log y axis.
+
 Only the Python standard library and gnuplot are used.
 """
 
@@ -22,11 +35,15 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
 MODES = ["native", "passive", "static", "coexec"]
+TIMES = ["steady", "wall"]
+STEADY_PREFIX = "Steady seconds:"  # the line each program prints
+LOG_AXIS_RATIO = 30.0  # a plot whose largest median is this many times its smallest: log y
 ADAPTER_FILES = {
     "omp-clang": "openmp/libomp.so.5",
     "omp-gcc": "openmp/libgomp.so.1",
@@ -255,9 +272,22 @@ def static_plan(env, jobs):
 # ---------------------------------------------------------------- running
 
 
+def steady_seconds(text):
+    """The largest "Steady seconds:" value a job printed (MPI: one line per rank), or None."""
+    vals = []
+    for line in text.splitlines():
+        if line.startswith(STEADY_PREFIX):
+            try:
+                vals.append(float(line[len(STEADY_PREFIX):]))
+            except ValueError:
+                pass
+    return max(vals) if vals else None
+
+
 def run_jobs(env, jobs, mode, timeout, scenario_env, log):
-    """Starts all jobs at once, waits for all; returns (seconds, status)."""
-    procs = []
+    """Starts all jobs at once, waits for all; returns (wall seconds, steady seconds or None,
+    status). Each job's output goes to a file of its own, then to the log."""
+    procs, outs = [], []
     plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
     start = time.monotonic()
     for job, (share, cpus) in zip(jobs, plans):
@@ -267,7 +297,9 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log):
         child_env.update(extra)
         log.write(f"$ {' '.join(f'{k}={v}' for k, v in sorted(extra.items()))} {' '.join(argv)}\n")
         log.flush()
-        procs.append(subprocess.Popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+        out = tempfile.TemporaryFile(mode="w+", prefix="coexec-run-")
+        outs.append(out)
+        procs.append(subprocess.Popen(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT,
                                       start_new_session=True))
     # Blocking waits (exact exit times; Popen.wait(timeout=) polls in steps
     # of up to 50 ms, coarser than the shortest scenarios), and a watchdog
@@ -295,15 +327,30 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log):
     elapsed = time.monotonic() - start
     if killed:
         status = "timeout"
-    return elapsed, status
+    steady = []
+    for out in outs:
+        out.seek(0)
+        text = out.read()
+        out.close()
+        log.write(text)
+        steady.append(steady_seconds(text))
+    log.flush()
+    return elapsed, (None if None in steady else max(steady)), status
 
 
 @dataclass
 class Result:
     scenario: Scenario
     mode: str  # a MODES entry or "alone"
-    times: list
+    times: list  # wall seconds of each successful repeat
     status: str  # ok, n/a: reason, or the first failure
+    steady: list = field(default_factory=list)  # steady seconds (or None) of the same repeats
+
+    def values(self, kind):
+        """The repeats' seconds of one kind (TIMES); steady only if every repeat has one."""
+        if kind == "wall":
+            return self.times
+        return self.steady if self.steady and None not in self.steady else []
 
 
 def measure(env, args, scenarios, log):
@@ -320,40 +367,46 @@ def measure(env, args, scenarios, log):
                 results.append(Result(sc, mode, [], "n/a: " + why))
                 progress(done, total, t0, sc.name, mode, "n/a (" + why + ")")
                 continue
-            times, status = [], "ok"
+            times, steadies, status = [], [], "ok"
             limit = run_limit(args.timeout, alone if mode != "alone" else None)
             for rep in range(args.repeats):
                 if status != "ok":  # a failed or hung configuration is not retried
                     done += args.repeats - rep
                     break
                 if mode == "alone":
-                    secs, st = 0.0, "ok"
+                    secs, steady, st = 0.0, 0.0, "ok"
                     for group in sc.alone:
-                        t, s = run_jobs(env, group, "native", limit, sc.env, log)
+                        t, y, s = run_jobs(env, group, "native", limit, sc.env, log)
                         secs += t
+                        steady = None if (steady is None or y is None) else steady + y
                         st = s if s != "ok" else st
                 else:
-                    secs, st = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
+                    secs, steady, st = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
                 done += 1
                 if st == "ok":
                     times.append(secs)
+                    steadies.append(steady)
                 elif status == "ok":
                     status = st
-                progress(done, total, t0, sc.name, mode, f"{secs:.2f} s" if st == "ok" else st)
-            results.append(Result(sc, mode, times, status))
+                what = st
+                if st == "ok":
+                    what = f"{secs:.2f} s" + (f" (steady {steady:.2f} s)" if steady is not None
+                                              else " (no steady time)")
+                progress(done, total, t0, sc.name, mode, what)
+            results.append(Result(sc, mode, times, status, steadies))
             if mode == "alone":
                 alone = results[-1]
     return results
 
 
 def run_limit(fixed, alone):
-    """Seconds a run may take: --timeout, else 15x the alone median within [10, 300] s, so
-    a hung configuration costs little."""
+    """Seconds a run may take: --timeout, else 15x the alone median wall time within
+    [10, 300] s, so a hung configuration costs little."""
     if fixed is not None:
         return fixed
-    if alone is None or median(alone) is None:
+    if alone is None or median(alone, "wall") is None:
         return 300.0
-    return min(300.0, max(10.0, 15.0 * median(alone)))
+    return min(300.0, max(10.0, 15.0 * median(alone, "wall")))
 
 
 def progress(done, total, t0, name, mode, what):
@@ -365,21 +418,30 @@ def progress(done, total, t0, name, mode, what):
 # ---------------------------------------------------------------- reporting
 
 
-def median(r):
-    return statistics.median(r.times) if r.times else None
+def median(r, kind):
+    v = r.values(kind) if r else []
+    return statistics.median(v) if v else None
+
+
+def spread(r, kind):
+    """(min, max) of the repeats, or None."""
+    v = r.values(kind) if r else []
+    return (min(v), max(v)) if v else None
 
 
 def write_csv(path, results):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["scenario", "group", "x", "mode", "repeat", "seconds", "status"])
+        w.writerow(["scenario", "group", "x", "mode", "repeat", "seconds", "steady_seconds",
+                    "status"])
         for r in results:
             if not r.times:
-                w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, "", "",
+                w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, "", "", "",
                             r.status])
             for i, t in enumerate(r.times):
+                y = r.steady[i] if i < len(r.steady) else None
                 w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, i,
-                            f"{t:.4f}", r.status])
+                            f"{t:.4f}", "" if y is None else f"{y:.4f}", r.status])
 
 
 def by_scenario(results):
@@ -389,40 +451,75 @@ def by_scenario(results):
     return table
 
 
-def cell(r, alone):
-    m = median(r) if r else None
+def noise_mark(row, kind):
+    """How coexec compares with the better (lower median) of native and passive:
+    "~" min-max ranges overlap, "<" coexec faster, ">" slower (ranges apart), "" unknown."""
+    co = row.get("coexec")
+    if median(co, kind) is None or len(co.values(kind)) < 2:
+        return ""
+    best = [row[m] for m in ("native", "passive")
+            if median(row.get(m), kind) is not None and len(row[m].values(kind)) >= 2]
+    if not best:
+        return ""
+    ref = min(best, key=lambda r: median(r, kind))
+    (clo, chi), (rlo, rhi) = spread(co, kind), spread(ref, kind)
+    if clo <= rhi and rlo <= chi:
+        return "~"
+    return "<" if median(co, kind) < median(ref, kind) else ">"
+
+
+def cell(r, alone, kind, mark=""):
+    m = median(r, kind)
     if m is None:
-        return "n/a" if (r is None or r.status.startswith("n/a")) else "FAIL"
+        if r is None or r.status.startswith("n/a"):
+            return "n/a"
+        return "FAIL" if r.status != "ok" else "no steady time"
+    lo, hi = spread(r, kind)
+    text = f"{m:6.2f} [{lo:.2f}-{hi:.2f}]"
     if alone:
-        return f"{m:6.2f} ({m / alone:4.2f}x)"
-    return f"{m:6.2f}"
+        text += f" {m / alone:5.2f}x"
+    return text + (f" {mark}" if mark else "")
 
 
-def table_text(results, modes):
+def table_text(results, modes, kind):
     rows = by_scenario(results)
     head = ["scenario", "alone"] + modes
     lines = [head]
     for name, row in rows.items():
-        alone = median(row["alone"]) if row.get("alone") else None
-        lines.append([name, cell(row.get("alone"), None)] +
-                     [cell(row.get(m), alone) for m in modes])
+        alone = median(row.get("alone"), kind)
+        mark = noise_mark(row, kind)
+        lines.append([name, cell(row.get("alone"), None, kind)] +
+                     [cell(row.get(m), alone, kind, mark if m == "coexec" else "")
+                      for m in modes])
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
     out = []
     for i, l in enumerate(lines):
-        out.append(" | ".join(c.ljust(w) for c, w in zip(l, widths)))
+        out.append(" | ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip())
         if i == 0:
             out.append("-+-".join("-" * w for w in widths))
     return "\n".join(out)
 
 
-def plot(outdir, results, modes):
+def table_header(kind):
+    what = ("steady-state time (the programs' solve / training loop)" if kind == "steady"
+            else "wall time (process start to exit)")
+    return f"Median {what} in seconds [min-max of the repeats] and ratio to the alone median:"
+
+
+TABLE_LEGEND = ("coexec mark, against the better of native and passive (lower median): "
+                "~ within noise (min-max ranges overlap); < coexec faster, > coexec slower "
+                "(ranges apart); no mark: fewer than 2 repeats or no data.")
+
+
+def plot(outdir, results, modes, kind):
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         print("run.py: gnuplot not found, no plots (apt-get install gnuplot-nox)")
         return []
     rows = by_scenario(results)
     pngs = []
-    for group, title, xlabel, kind in [
+    what = "steady-state time" if kind == "steady" else "wall time"
+    for group, title, xlabel, kind_of_plot in [
         ("fig6", "HPCCG fork-join: mixed runtimes (cf. paper Fig. 6)", "kernels", "bars"),
         ("fig7", "HPCCG tasks + PoCL kernel per task (cf. Fig. 7)", "number of tasks", "lines"),
         ("fig8", "GPT-2 tasks + PoCL matmuls: granularity (cf. Fig. 8)", "time steps per task",
@@ -434,42 +531,49 @@ def plot(outdir, results, modes):
             continue
         cols = ["alone"] + modes
         dat = os.path.join(outdir, f"{group}.dat")
+        meds = []
         with open(dat, "w") as f:
-            f.write("x " + " ".join(cols) + "\n")
+            f.write("x " + " ".join(f"{c} {c}_min {c}_max" for c in cols) + "\n")
             for r in sel:
                 vals = []
                 for c in cols:
-                    m = median(r[c]) if r.get(c) else None
-                    vals.append(f"{m:.4f}" if m is not None else "NaN")
-                x = r["scenario"].x if kind == "lines" else f"\"{r['scenario'].x}\""
+                    m = median(r.get(c), kind)
+                    if m is None:
+                        vals += ["NaN"] * 3
+                    else:
+                        meds.append(m)
+                        vals += [f"{v:.4f}" for v in (m, *spread(r[c], kind))]
+                x = r["scenario"].x if kind_of_plot == "lines" else f"\"{r['scenario'].x}\""
                 f.write(f"{x} " + " ".join(vals) + "\n")
         png = os.path.join(outdir, f"{group}.png")
-        empty = [c for c in cols if all(not r.get(c) or median(r[c]) is None for r in sel)]
+        empty = [c for c in cols if all(median(r.get(c), kind) is None for r in sel)]
         if empty:  # gnuplot drops an all-missing column from the key: say so in the title
             title += f"  [no data: {', '.join(empty)}]"
+        log_y = bool(meds) and min(meds) > 0 and max(meds) / min(meds) >= LOG_AXIS_RATIO
         script = [
             "set terminal pngcairo size 900,520 font ',10'" if png_cairo(gnuplot) else
             "set terminal png size 900,520",
             f"set output '{png}'",
             f"set title '{title}'",
-            "set ylabel 'wall time [s] (median)'",
+            f"set ylabel '{what} [s]: median, bars min-max{' (log scale)' if log_y else ''}'",
             f"set xlabel '{xlabel}'",
             "set key top left",
             "set grid ytics",
-            "set yrange [0:*]",
+            "set logscale y 10" if log_y else "set yrange [0:*]",
             "set datafile missing 'NaN'",
         ]
-        if kind == "bars":
-            script += ["set style data histogram", "set style histogram cluster gap 1",
+        if kind_of_plot == "bars":
+            script += ["set style data histogram",
+                       "set style histogram errorbars gap 1 lw 1",
                        "set style fill solid 0.8 border -1", "set xtics rotate by -20"]
             script.append("plot " + ", ".join(
-                f"'{dat}' using {i + 2}:xtic(1) title columnheader({i + 2})"
-                for i in range(len(cols))))
+                f"'{dat}' using {3 * i + 2}:{3 * i + 3}:{3 * i + 4}:xtic(1) title '{c}'"
+                for i, c in enumerate(cols)))
         else:
             script += ["set logscale x 2"]
             script.append("plot " + ", ".join(
-                f"'{dat}' using 1:{i + 2} with linespoints lw 2 title columnheader({i + 2})"
-                for i in range(len(cols))))
+                f"'{dat}' using 1:{3 * i + 2}:{3 * i + 3}:{3 * i + 4} with yerrorlines lw 2 "
+                f"title '{c}'" for i, c in enumerate(cols)))
         r = subprocess.run([gnuplot], input="\n".join(script) + "\n", text=True,
                            capture_output=True)
         if r.returncode == 0:
@@ -507,6 +611,10 @@ def parse(argv):
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " +
                    ",".join(MODES))
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--time", choices=TIMES, default="steady",
+                   help="which time the table and plots use: steady (the programs' own "
+                        "solve/training-loop time, default) or wall (process start to exit); "
+                        "results.csv has both")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds per run (default: 15x the scenario's alone time, 10..300 s)")
     p.add_argument("--out", default=None, help="output directory (default <build>/oversubscription)")
@@ -544,11 +652,12 @@ def main(argv):
     with open(os.path.join(out, "runs.log"), "w") as log:
         results = measure(env, args, scenarios, log)
     write_csv(os.path.join(out, "results.csv"), results)
-    text = table_text(results, args.modes)
+    text = "\n".join([table_header(args.time), "", table_text(results, args.modes, args.time),
+                      "", TABLE_LEGEND])
     with open(os.path.join(out, "table.txt"), "w") as f:
         f.write(text + "\n")
-    print("\nMedian wall time in seconds (ratio to alone):\n" + text)
-    pngs = [] if args.no_plots else plot(out, results, args.modes)
+    print("\n" + text)
+    pngs = [] if args.no_plots else plot(out, results, args.modes, args.time)
     print(f"\nCSV: {os.path.join(out, 'results.csv')}\nlog: {os.path.join(out, 'runs.log')}")
     for p in pngs:
         print(f"plot: {p}")
