@@ -108,10 +108,10 @@ def catalogue(long):
              "--layers 2 --heads 4 --channels 64 --vocab 2048 --max-seq 32 --batch 4 --steps 2")
     s = []
 
-    def mix(name, spmv, vec, build="clang", alone_kind="omp", env=None, group="fig6"):
+    def mix(name, spmv, vec, build="clang", alone_kind="omp", env=None, group="fig6", x=None):
         job = hpccg(build, grid, "--spmv", spmv, "--vec", vec)
         ref = hpccg(build, grid, "--spmv", alone_kind)
-        s.append(Scenario(name, group, name.split("/")[-1], [job], [[ref]], env or {}))
+        s.append(Scenario(name, group, x or name.split("/")[-1], [job], [[ref]], env or {}))
 
     # Figure 6: fork-join kernels from different runtimes, one after the other.
     mix("fig6/omp", "omp", "omp")
@@ -134,8 +134,9 @@ def catalogue(long):
         s.append(Scenario(f"fig8/t-gran={tg}", "fig8", str(tg), [job], [[ref]]))
 
     # Everyday cases.
-    mix("gcc/omp+ocl", "omp", "ocl", build="gcc", group="everyday")
-    mix("active/omp+ocl", "omp", "ocl", env={"OMP_WAIT_POLICY": "active"}, group="everyday")
+    mix("gcc/omp+ocl", "omp", "ocl", build="gcc", group="everyday", x="omp+ocl (gcc)")
+    mix("active/omp+ocl", "omp", "ocl", env={"OMP_WAIT_POLICY": "active"}, group="everyday",
+        x="omp+ocl (clang, active wait)")
     for build in ["clang", "gcc"]:
         a = hpccg(build, grid, "--spmv", "omp")
         s.append(Scenario(f"2proc/hpccg+hpccg-{build}", "everyday", f"2x hpccg ({build})",
