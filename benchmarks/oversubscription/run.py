@@ -541,7 +541,7 @@ def plot(outdir, results, modes, kind):
         dat = os.path.join(outdir, f"{group}.dat")
         meds = []
         with open(dat, "w") as f:
-            f.write("x " + " ".join(f"{c} {c}_min {c}_max" for c in cols) + "\n")
+            f.write("# x " + " ".join(f"{c} {c}_min {c}_max" for c in cols) + "\n")
             for r in sel:
                 vals = []
                 for c in cols:
