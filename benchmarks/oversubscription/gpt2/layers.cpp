@@ -183,34 +183,44 @@ void forward_rows(float* out, const float* inp, const float* w, const float* bia
         forward_tile<1, Q>(out, inp, w, bias, C, OC, bt, oc);
 }
 
-// dinp[bt + r][i + 16 v] += dout[bt + r][oc] * w[oc][i + 16 v] for oc in [o0, o1), in order.
-template <int R, int NV>
-void input_tile(float* dinp, const float* dout, const float* w, int C, int OC, int bt, int i,
-                int o0, int o1) {
+// dst[row + r][i + 16 v] += sum over k in [k0, k1), in order, of scalar(k, r) *
+// src[k][i + 16 v]: the rank-1 updates both backward matmuls are made of (dst and src
+// are C floats a row).
+template <int R, int NV, class Scalar>
+void update_tile(float* dst, int row, const float* src, int k0, int k1, int C, int i,
+                 Scalar scalar) {
     Vec acc[R][NV];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v)
-            load(acc[r][v], dinp + at(bt + r, C) + i + v * kLanes);
-    for (int oc = o0; oc < o1; ++oc) {
-        Vec wv[NV];
+            load(acc[r][v], dst + at(row + r, C) + i + v * kLanes);
+    for (int k = k0; k < k1; ++k) {
+        Vec x[NV];
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v)
-            load(wv[v], w + at(oc, C) + i + v * kLanes);
+            load(x[v], src + at(k, C) + i + v * kLanes);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
-            const float g = dout[at(bt + r, OC) + oc];
+            const float g = scalar(k, r);
 #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v)
-                acc[r][v] += wv[v] * g;
+                acc[r][v] += x[v] * g;
         }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v)
-            store(dinp + at(bt + r, C) + i + v * kLanes, acc[r][v]);
+            store(dst + at(row + r, C) + i + v * kLanes, acc[r][v]);
+}
+
+// dinp[bt + r][i + 16 v] += dout[bt + r][oc] * w[oc][i + 16 v] for oc in [o0, o1), in order.
+template <int R, int NV>
+void input_tile(float* dinp, const float* dout, const float* w, int C, int OC, int bt, int i,
+                int o0, int o1) {
+    update_tile<R, NV>(dinp, bt, w, o0, o1, C, i,
+                       [&](int oc, int r) { return dout[at(bt + r, OC) + oc]; });
 }
 
 template <int NV>
@@ -228,30 +238,8 @@ void input_rows(float* dinp, const float* dout, const float* w, int C, int OC, i
 constexpr int kPack = 16;
 template <int R, int NV>
 void weight_tile(float* dw, const float* g, const float* inp, int BT, int C, int oc, int i) {
-    Vec acc[R][NV];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v)
-            load(acc[r][v], dw + at(oc + r, C) + i + v * kLanes);
-    for (int bt = 0; bt < BT; ++bt) {
-        Vec x[NV];
-#pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v)
-            load(x[v], inp + at(bt, C) + i + v * kLanes);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            const float gr = g[at(bt, kPack) + r];
-#pragma GCC unroll 16
-            for (int v = 0; v < NV; ++v)
-                acc[r][v] += x[v] * gr;
-        }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v)
-            store(dw + at(oc + r, C) + i + v * kLanes, acc[r][v]);
+    update_tile<R, NV>(dw, oc, inp, 0, BT, C, i,
+                       [&](int bt, int r) { return g[at(bt, kPack) + r]; });
 }
 
 template <int R>
