@@ -21,7 +21,7 @@ struct Config {
     uint64_t preempt_after_ns = 100'000'000; // 0: never preempt
     GovernorPolicy governor = GovernorPolicy::Hybrid;
     uint32_t governor_spins = 10'000;
-    std::string binding = "all";
+    std::string binding = "inherit";
 };
 
 struct ConfigResult {

@@ -87,9 +87,9 @@ int Membership::join(const Config& config, std::string& why) {
         if (!corrupt && (!sched.formatted() || sched.empty())) {
             // A fresh segment, or nobody is left: (re)claim it with this
             // process's view.
-            std::vector<scheduler::CpuInfo> cpus;
-            discovered = scheduler::discover_cpus(config.binding, cpus, why);
-            if (discovered) sched.format(cpus, settings);
+            scheduler::Discovery found;
+            discovered = scheduler::discover_cpus(config.binding, found, why);
+            if (discovered) sched.format(found, settings);
         }
         if (!corrupt && discovered) {
             const pid_t pid = ::getpid();

@@ -17,6 +17,13 @@ using namespace coexec::shm;
 
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
+
+// Copies text into a fixed field of the segment, cut to fit, NUL-padded.
+template <size_t N>
+void copy_text(char (&field)[N], std::string_view text) {
+    std::memset(field, 0, N);
+    text.copy(field, N - 1);
+}
 } // namespace
 
 SchedulerLock SharedScheduler::lock(WakeList& wakes, SchedulerLock::Check check) {
@@ -24,8 +31,12 @@ SchedulerLock SharedScheduler::lock(WakeList& wakes, SchedulerLock::Check check)
         s_, [&] { repair(wakes); }, check);
 }
 
-void SharedScheduler::format(const std::vector<CpuInfo>& cpus, const SegmentConfig& config) {
+void SharedScheduler::format(const Discovery& found, const SegmentConfig& config) {
     Header& h = s_.header;
+    const std::vector<CpuInfo>& cpus = found.cpus;
+    copy_text(h.cpu_origin, found.origin);
+    copy_text(h.quota_origin, found.quota_origin);
+    h.quota_cpus = found.quota_cpus;
     std::vector<int> numa_ids;
     for (auto& c : cpus)
         if (std::find(numa_ids.begin(), numa_ids.end(), c.system_numa) == numa_ids.end())
@@ -85,8 +96,7 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
         if (p == h.procs_used) ++h.procs_used;
         slot.pid = pid;
         slot.start_time = start_time;
-        std::memset(slot.name, 0, sizeof slot.name);
-        std::strncpy(slot.name, name.c_str(), sizeof slot.name - 1);
+        copy_text(slot.name, name);
         slot.pool_head = kNone;
         slot.pool_size.store(0, rlx);
         slot.threads.store(0, rlx);

@@ -48,9 +48,10 @@ class SharedScheduler {
     SchedulerLock lock(WakeList& wakes, SchedulerLock::Check check = SchedulerLock::Check::Yes);
 
     // Locked, or on a segment nobody else uses yet. Lays out the CPU table
-    // for `cpus`, the settings, the free list and empty process slots. For
-    // a new segment, and for one whose processes are all gone.
-    void format(const std::vector<CpuInfo>& cpus, const shm::SegmentConfig& config);
+    // for `found.cpus` (and records where they came from), the settings, the
+    // free list and empty process slots. For a new segment, and for one
+    // whose processes are all gone.
+    void format(const Discovery& found, const shm::SegmentConfig& config);
 
     // ---- processes (locked) ------------------------------------------
     // A free process slot for `pid`, or kNone when all are taken.

@@ -40,20 +40,47 @@ int numa_of(hwloc_topology_t t, hwloc_obj_t pu) {
     return 0;
 }
 
-bool wanted_ids(const std::string& binding, std::vector<int>& ids, std::string& error) {
-    if (binding == "all") return true; // empty means every PU
-    if (binding == "inherit") {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        if (sched_getaffinity(0, sizeof set, &set) != 0) {
-            error = "cannot read the process affinity mask";
-            return false;
-        }
-        for (int i = 0; i < CPU_SETSIZE; ++i)
-            if (CPU_ISSET(i, &set)) ids.push_back(i);
-        return true;
+bool affinity_ids(std::vector<int>& ids, std::string& error) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        error = "cannot read the process affinity mask";
+        return false;
     }
-    return parse_cpu_list(binding, ids, error);
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set)) ids.push_back(i);
+    return true;
+}
+
+std::vector<CpuInfo> online_cpus(hwloc_topology_t t) {
+    std::vector<CpuInfo> all;
+    hwloc_obj_t pu = nullptr;
+    while ((pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu))) {
+        int core = ancestor_index(t, pu, HWLOC_OBJ_CORE);
+        all.push_back({int(pu->os_index), core < 0 ? int(pu->os_index) : core, numa_of(t, pu)});
+    }
+    std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.system_id < b.system_id; });
+    return all;
+}
+
+bool contains(const std::vector<int>& sorted, int id) {
+    return std::binary_search(sorted.begin(), sorted.end(), id);
+}
+
+// Keeps `n` CPUs, taking the first CPU of each core before the second of
+// any, so that a quota of n CPUs gets n cores where the machine has them.
+void keep_spread(std::vector<CpuInfo>& cpus, int n) {
+    std::vector<CpuInfo> kept;
+    for (int round = 0; int(kept.size()) < n; ++round) {
+        std::vector<int> seen; // cores that gave a CPU before this one, this round
+        for (const CpuInfo& c : cpus) {
+            const int before = int(std::count(seen.begin(), seen.end(), c.core));
+            seen.push_back(c.core);
+            if (before == round && int(kept.size()) < n) kept.push_back(c);
+        }
+    }
+    std::sort(kept.begin(), kept.end(), [](auto& a, auto& b) { return a.system_id < b.system_id; });
+    cpus = std::move(kept);
 }
 
 } // namespace
@@ -90,40 +117,77 @@ bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string&
     return true;
 }
 
-bool discover_cpus(const std::string& binding, std::vector<CpuInfo>& out, std::string& error) {
-    out.clear();
+std::string format_cpu_list(const std::vector<int>& ids) {
+    std::string out;
+    for (size_t i = 0; i < ids.size();) {
+        size_t j = i;
+        while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
+            ++j;
+        if (!out.empty()) out += ',';
+        out += std::to_string(ids[i]);
+        if (j > i) out += "-" + std::to_string(ids[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+bool discover_cpus(const std::string& binding, Discovery& out, std::string& error,
+                   const CgroupLimits& limits) {
+    out = {};
     std::vector<int> ids;
-    if (!wanted_ids(binding, ids, error)) return false;
+    if (binding == "inherit") {
+        if (!affinity_ids(ids, error)) return false;
+        out.origin = "affinity mask " + format_cpu_list(ids);
+    } else if (binding == "all") {
+        out.origin = "every online CPU";
+    } else {
+        if (!parse_cpu_list(binding, ids, error)) return false;
+        out.origin = "topology.binding " + format_cpu_list(ids);
+    }
+    const bool cpuset = !limits.cpuset.empty();
+    if (cpuset) {
+        out.origin += " within cgroup cpuset " + format_cpu_list(limits.cpuset) + " (" +
+                      limits.cpuset_file + ")";
+        if (binding == "all") {
+            ids = limits.cpuset;
+        } else if (binding != "inherit") {
+            for (int id : ids)
+                if (!contains(limits.cpuset, id)) {
+                    error = "topology.binding names CPU " + std::to_string(id) +
+                            ", which the process's cgroup cpuset " +
+                            format_cpu_list(limits.cpuset) + " (" + limits.cpuset_file +
+                            ") excludes";
+                    return false;
+                }
+        }
+    }
     Topology topo = load_topology();
     if (!topo) {
         error = "hwloc could not load the machine topology";
         return false;
     }
-    hwloc_topology_t t = topo.get();
-    std::vector<CpuInfo> all;
-    hwloc_obj_t pu = nullptr;
-    while ((pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu))) {
-        int core = ancestor_index(t, pu, HWLOC_OBJ_CORE);
-        all.push_back({int(pu->os_index), core < 0 ? int(pu->os_index) : core, numa_of(t, pu)});
+    const std::vector<CpuInfo> all = online_cpus(topo.get());
+    for (const CpuInfo& c : all) {
+        // The affinity mask and the cpuset may name CPUs that are offline.
+        const bool wanted = ids.empty() ? binding == "all" : contains(ids, c.system_id);
+        if (wanted && (!cpuset || contains(limits.cpuset, c.system_id))) out.cpus.push_back(c);
     }
-    std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.system_id < b.system_id; });
-    if (ids.empty()) {
-        out = all;
-    } else {
-        for (int id : ids) {
-            auto it =
-                std::find_if(all.begin(), all.end(), [&](auto& c) { return c.system_id == id; });
-            if (it == all.end()) {
+    if (binding != "all" && binding != "inherit") {
+        for (int id : ids)
+            if (std::none_of(all.begin(), all.end(), [&](auto& c) { return c.system_id == id; })) {
                 error =
                     "topology.binding names CPU " + std::to_string(id) + ", which is not online";
                 return false;
             }
-            out.push_back(*it);
-        }
     }
-    if (out.empty()) {
-        error = "no CPU to manage";
+    if (out.cpus.empty()) {
+        error = "no CPU to manage (" + out.origin + ")";
         return false;
+    }
+    if (limits.quota_cpus > 0) {
+        if (limits.quota_cpus < int(out.cpus.size())) keep_spread(out.cpus, limits.quota_cpus);
+        out.quota_cpus = limits.quota_cpus;
+        out.quota_origin = limits.quota_source;
     }
     return true;
 }

@@ -1,6 +1,8 @@
 // Which CPUs the instance manages, and where they sit (hwloc).
 #pragma once
 
+#include "cgroup_limits.hpp"
+
 #include <string>
 #include <vector>
 
@@ -12,13 +14,31 @@ struct CpuInfo {
     int system_numa; // NUMA node os_index (0 on machines without NUMA info)
 };
 
+// The CPUs an instance manages, and why those: `coexec info` shows it.
+struct Discovery {
+    std::vector<CpuInfo> cpus; // sorted by system id
+    std::string origin;        // e.g. "affinity mask 0-3 within cgroup cpuset 0-3 (FILE)"
+    int quota_cpus = 0;        // > 0: a CPU quota allows this many; `cpus` holds no more
+    std::string quota_origin;  // where that quota came from
+};
+
 // Parses a Linux CPU list ("0-3,8,10-11") into sorted unique ids. Returns
 // false with a message on malformed input.
 bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string& error);
 
-// The CPUs to manage for a `topology.binding` value: "all" (every online
-// CPU), "inherit" (the calling thread's affinity mask) or a CPU list. CPUs
-// that are not online are rejected with a message.
-bool discover_cpus(const std::string& binding, std::vector<CpuInfo>& out, std::string& error);
+// The reverse: sorted unique ids as a Linux CPU list ("0-3,8").
+std::string format_cpu_list(const std::vector<int>& ids);
+
+// The CPUs to manage for a `topology.binding` value:
+//  - "inherit": the calling thread's affinity mask (a container's cpuset
+//    already bounds it);
+//  - "all": every online CPU of the process's cgroup cpuset;
+//  - a CPU list, every CPU of which must be online and in the cpuset.
+// A CPU quota (`limits.quota_cpus`) then keeps that many CPUs, one per core
+// before a second of any core, so that at most that many run coexec
+// threads at once. Returns false with a message when nothing is left or the
+// binding names a CPU it may not use.
+bool discover_cpus(const std::string& binding, Discovery& out, std::string& error,
+                   const CgroupLimits& limits = read_cgroup_limits());
 
 } // namespace coexec::scheduler

@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 7;
+inline constexpr uint32_t kAbiVersion = 8;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -22,6 +22,7 @@ inline constexpr int kMaxProcs = 512;
 inline constexpr int kMaxThreads = 8192;
 inline constexpr int kLabelSize = 32;
 inline constexpr int kNameSize = 16;
+inline constexpr int kOriginSize = 192;
 inline constexpr int32_t kNone = -1;
 
 enum class CpuState : uint32_t {
@@ -154,6 +155,12 @@ struct alignas(64) Header {
     int32_t max_cpus, max_procs, max_threads, max_numa;
     int32_t cpu_count;
     int32_t numa_count;
+    // Why these CPUs, for `coexec info`: written when the CPU table is laid
+    // out, read-only after. quota_cpus > 0: a cgroup CPU quota allows that
+    // many CPUs, and cpu_count is no more.
+    int32_t quota_cpus;
+    char cpu_origin[kOriginSize];   // NUL-terminated, cut to fit
+    char quota_origin[kOriginSize]; // NUL-terminated, empty without a quota
     SegmentConfig config;
     pthread_mutex_t lock; // process-shared, robust
     uint64_t created_ns;

@@ -120,6 +120,9 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     info.isolation = shm::isolation_name(h.config.isolation);
     info.cpu_count = h.cpu_count;
     info.numa_count = h.numa_count;
+    info.cpu_origin.assign(h.cpu_origin, strnlen(h.cpu_origin, sizeof h.cpu_origin));
+    info.quota_cpus = h.quota_cpus;
+    info.quota_origin.assign(h.quota_origin, strnlen(h.quota_origin, sizeof h.quota_origin));
     for (const auto& t : s.threads)
         if (t.state.load(rlx) != shm::ThreadState::Unused) ++info.threads_used;
     info.unheld_cpus = h.unheld_cpus.load(rlx);

@@ -56,6 +56,9 @@ struct SegmentInfo {
     std::string isolation;
     int cpu_count = 0;
     int numa_count = 0;
+    std::string cpu_origin; // why these CPUs (affinity mask, cgroup cpuset, binding)
+    int quota_cpus = 0;     // > 0: a cgroup CPU quota allows this many CPUs
+    std::string quota_origin;
     int procs_used = 0;
     int procs_max = shm::kMaxProcs;
     int threads_used = 0;

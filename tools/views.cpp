@@ -100,9 +100,11 @@ std::string top_title(const Snapshot& snap) {
     int running = 0;
     for (const auto& c : snap.cpus)
         running += c.state == "running" ? 1 : 0;
-    return fmt::format("coexec top - {} - {} CPU{} ({} running), {} process{}",
+    const int quota = snap.segment.quota_cpus;
+    return fmt::format("coexec top - {} - {} CPU{} ({} running){}, {} process{}",
                        snap.segment.shm_name, snap.cpus.size(), snap.cpus.size() == 1 ? "" : "s",
-                       running, snap.procs.size(), snap.procs.size() == 1 ? "" : "es");
+                       running, quota ? fmt::format(", cgroup CPU quota {}", quota) : "",
+                       snap.procs.size(), snap.procs.size() == 1 ? "" : "es");
 }
 
 std::vector<std::string> info_lines(const Snapshot& snap, const std::string& binding) {
@@ -125,6 +127,10 @@ std::vector<std::string> info_lines(const Snapshot& snap, const std::string& bin
         fmt::format("recoveries   {} (lock repairs after a holder died)", s.recoveries),
         fmt::format("topology     {} CPU{}, {} NUMA node{}", s.cpu_count,
                     s.cpu_count == 1 ? "" : "s", s.numa_count, s.numa_count == 1 ? "" : "s"),
+        fmt::format("cpus from    {}", s.cpu_origin.empty() ? "unknown" : s.cpu_origin),
+        s.quota_cpus ? fmt::format("cpu quota    {} CPU{} ({})", s.quota_cpus,
+                                   s.quota_cpus == 1 ? "" : "s", s.quota_origin)
+                     : std::string("cpu quota    none"),
     };
     Table t({{"CPU", Align::Right},
              {"SYS", Align::Right},
@@ -201,7 +207,12 @@ json info_json(const Snapshot& snap, const std::string& binding) {
               {"unheld_cpus", s.unheld_cpus},
               {"lock_recoveries", s.recoveries}}},
             {"topology",
-             {{"cpus", s.cpu_count}, {"numa_nodes", s.numa_count}, {"cpu_list", topology}}}};
+             {{"cpus", s.cpu_count},
+              {"numa_nodes", s.numa_count},
+              {"cpu_list", topology},
+              {"origin", s.cpu_origin},
+              {"quota_cpus", or_null(s.quota_cpus > 0, s.quota_cpus)},
+              {"quota_origin", or_null(s.quota_cpus > 0, s.quota_origin)}}}};
 }
 
 } // namespace coexec::cli

@@ -219,6 +219,128 @@ TEST_F(CliTest, InfoShowsTheQuantumTheSegmentWasCreatedWith) {
     EXPECT_NE(o.out.find("quantum      5ms"), std::string::npos) << o.out;
 }
 
+// ---- container CPU limits, in real cgroups ----------------------------------------
+
+// A cgroup v1 directory of one controller, made for one test and removed
+// after it. Tests skip, saying why, where the machine does not allow one.
+class ScratchCgroup {
+  public:
+    ScratchCgroup(const std::string& controller, const std::string& name)
+        : dir_("/sys/fs/cgroup/" + controller + "/" + name) {
+        std::error_code ec;
+        if (!fs::exists("/sys/fs/cgroup/" + controller + "/cgroup.procs"))
+            why_ = "no cgroup v1 " + controller + " hierarchy at /sys/fs/cgroup/" + controller;
+        else if (!fs::create_directory(dir_, ec) || ec)
+            why_ = "cannot create " + dir_ + ": " + (ec ? ec.message() : "it exists");
+    }
+    ~ScratchCgroup() {
+        if (why_.empty()) rmdir(dir_.c_str()); // its members were killed and reaped first
+    }
+    ScratchCgroup(const ScratchCgroup&) = delete;
+    ScratchCgroup& operator=(const ScratchCgroup&) = delete;
+
+    // Empty when the cgroup exists; otherwise why it does not.
+    const std::string& unavailable() const { return why_; }
+    const std::string& dir() const { return dir_; }
+    bool set(const std::string& file, const std::string& value) const {
+        std::ofstream out(dir_ + "/" + file);
+        out << value << std::flush;
+        return bool(out);
+    }
+    // argv that joins this cgroup, then execs `argv`.
+    std::vector<std::string> join_then(const std::vector<std::string>& argv) const {
+        std::vector<std::string> sh{"/bin/sh", "-c",
+                                    "echo $$ > " + dir_ + "/cgroup.procs && exec \"$@\"", "sh"};
+        sh.insert(sh.end(), argv.begin(), argv.end());
+        return sh;
+    }
+
+  private:
+    std::string dir_;
+    std::string why_;
+};
+
+class CliCgroupTest : public CliTest {
+  protected:
+    std::string cgroup_name() const {
+        return "coexec-test-" + std::to_string(getpid()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    }
+    // A demo worker that creates our segment from inside `cg`.
+    std::unique_ptr<Background> start_worker_in(const ScratchCgroup& cg) const {
+        return std::make_unique<Background>(
+            cg.join_then({kWorker, "--seconds", "60", "--process-name", "cgroup-worker"}),
+            Env{{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + name()}});
+    }
+};
+
+TEST_F(CliCgroupTest, TheCgroupCpusetBoundsTheManagedCpus) {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
+    ScratchCgroup cg("cpuset", cgroup_name());
+    if (!cg.unavailable().empty()) GTEST_SKIP() << cg.unavailable();
+    const int last = int(std::thread::hardware_concurrency()) - 1;
+    ASSERT_TRUE(cg.set("cpuset.cpus", std::to_string(last)));
+    ASSERT_TRUE(cg.set("cpuset.mems", "0"));
+    {
+        auto worker = start_worker_in(cg);
+        wait_registered(worker->pid());
+        Outcome j = cli({"info", "--json"});
+        ASSERT_EQ(j.status, 0) << j.err;
+        const json topo = json::parse(j.out)["topology"];
+        ASSERT_EQ(topo["cpus"], 1) << topo.dump();
+        EXPECT_EQ(topo["cpu_list"][0]["system_cpu"], last);
+        const std::string origin = topo["origin"];
+        EXPECT_NE(origin.find("cgroup cpuset " + std::to_string(last) + " (" + cg.dir() +
+                              "/cpuset.effective_cpus)"),
+                  std::string::npos)
+            << origin;
+        Outcome o = cli({"info"});
+        EXPECT_NE(o.out.find("cpus from    affinity mask " + std::to_string(last)),
+                  std::string::npos)
+            << o.out;
+    }
+}
+
+TEST_F(CliCgroupTest, ACpuQuotaLimitsHowManyCpusRunCoexecThreads) {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
+    ScratchCgroup cg("cpu", cgroup_name());
+    if (!cg.unavailable().empty()) GTEST_SKIP() << cg.unavailable();
+    ASSERT_TRUE(cg.set("cpu.cfs_period_us", "100000"));
+    ASSERT_TRUE(cg.set("cpu.cfs_quota_us", "50000")); // half a CPU: at most 1 at once
+    {
+        auto worker = start_worker_in(cg);
+        // The worker keeps tasks in flight on every CPU it may use: one.
+        json top = top_json_when([&](const json& d) {
+            return find_process(d, worker->pid()) != nullptr &&
+                   std::any_of(d["cpus"].begin(), d["cpus"].end(),
+                               [&](const json& c) { return c["pid"] == worker->pid(); });
+        });
+        ASSERT_EQ(top["cpus"].size(), 1u) << top.dump();
+        Outcome j = cli({"info", "--json"});
+        ASSERT_EQ(j.status, 0) << j.err;
+        const json topo = json::parse(j.out)["topology"];
+        EXPECT_EQ(topo["quota_cpus"], 1);
+        EXPECT_EQ(topo["quota_origin"],
+                  "cgroup v1 " + cg.dir() + ": cpu.cfs_quota_us 50000, cpu.cfs_period_us 100000");
+        Outcome o = cli({"info"});
+        EXPECT_NE(o.out.find("cpu quota    1 CPU (cgroup v1 " + cg.dir()), std::string::npos)
+            << o.out;
+        Outcome t = cli({"top", "--once"});
+        EXPECT_NE(t.out.find("cgroup CPU quota 1"), std::string::npos) << t.out;
+    }
+    // A quota of 1.5 CPUs rounds up to 2: every CPU, and the quota shown.
+    ASSERT_TRUE(cg.set("cpu.cfs_quota_us", "150000"));
+    shm_unlink(shm_path().c_str());
+    auto worker = start_worker_in(cg);
+    wait_registered(worker->pid());
+    Outcome j = cli({"info", "--json"});
+    ASSERT_EQ(j.status, 0) << j.err;
+    const json topo = json::parse(j.out)["topology"];
+    EXPECT_EQ(topo["quota_cpus"], 2);
+    EXPECT_EQ(topo["cpus"], 2);
+    worker->kill();
+}
+
 // ---- reset -------------------------------------------------------------------
 
 TEST_F(CliTest, ResetRefusesWhileAliveAndSucceedsAfterKill) {

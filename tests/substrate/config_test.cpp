@@ -30,7 +30,7 @@ TEST(Config, Defaults) {
     EXPECT_EQ(c.preempt_after_ns, 100'000'000u);
     EXPECT_EQ(c.isolation, coexec::shm::Isolation::User);
     EXPECT_EQ(c.governor, GovernorPolicy::Hybrid);
-    EXPECT_EQ(c.binding, "all");
+    EXPECT_EQ(c.binding, "inherit");
 }
 
 TEST(Config, OverridesAllDocumentedKeys) {

@@ -52,7 +52,9 @@ bool reports(const std::vector<std::string>& violations, const std::string& need
 void format_two_cpus(Segment& s) {
     SegmentConfig config{};
     config.quantum_ns = 1'000'000'000; // long: no turn expires by itself
-    SharedScheduler(s).format({{0, 0, 0}, {1, 1, 0}}, config);
+    Discovery two;
+    two.cpus = {{0, 0, 0}, {1, 1, 0}};
+    SharedScheduler(s).format(two, config);
 }
 
 class InvariantsTest : public ::testing::Test {

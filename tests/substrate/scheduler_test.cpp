@@ -23,7 +23,9 @@ class SchedulerTest : public ::testing::Test {
         o.initialize = [](Segment& s) {
             SegmentConfig config{};
             config.quantum_ns = 1'000'000'000; // long: tests drive time explicitly
-            SharedScheduler(s).format({{0, 0, 0}, {1, 1, 0}}, config);
+            Discovery two;
+            two.cpus = {{0, 0, 0}, {1, 1, 0}};
+            SharedScheduler(s).format(two, config);
         };
         SegmentError e;
         map_ = SegmentMapping::open(o, e);

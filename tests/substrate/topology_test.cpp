@@ -1,9 +1,13 @@
-// CPU lists and hwloc discovery.
+// CPU lists, cgroup limits and hwloc discovery.
 #include "scheduler/topology.hpp"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sched.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace coexec::scheduler;
 
@@ -26,21 +30,186 @@ TEST(CpuList, RejectsMalformedLists) {
 }
 
 TEST(Topology, AllMatchesOnlineCpus) {
-    std::vector<CpuInfo> cpus;
+    Discovery d;
     std::string err;
-    ASSERT_TRUE(discover_cpus("all", cpus, err)) << err;
-    EXPECT_EQ(cpus.size(), size_t(std::thread::hardware_concurrency()));
-    for (size_t i = 1; i < cpus.size(); ++i) EXPECT_LT(cpus[i - 1].system_id, cpus[i].system_id);
+    ASSERT_TRUE(discover_cpus("all", d, err, {})) << err;
+    EXPECT_EQ(d.cpus.size(), size_t(std::thread::hardware_concurrency()));
+    for (size_t i = 1; i < d.cpus.size(); ++i)
+        EXPECT_LT(d.cpus[i - 1].system_id, d.cpus[i].system_id);
 }
 
 TEST(Topology, BindingRestrictsAndRejectsOfflineCpus) {
-    std::vector<CpuInfo> cpus;
+    Discovery d;
     std::string err;
-    ASSERT_TRUE(discover_cpus("0", cpus, err)) << err;
-    ASSERT_EQ(cpus.size(), 1u);
-    EXPECT_EQ(cpus[0].system_id, 0);
-    EXPECT_FALSE(discover_cpus("4000", cpus, err));
+    ASSERT_TRUE(discover_cpus("0", d, err)) << err;
+    ASSERT_EQ(d.cpus.size(), 1u);
+    EXPECT_EQ(d.cpus[0].system_id, 0);
+    EXPECT_FALSE(discover_cpus("4000", d, err, {}));
     EXPECT_NE(err.find("not online"), std::string::npos);
-    ASSERT_TRUE(discover_cpus("inherit", cpus, err)) << err;
-    EXPECT_GE(cpus.size(), 1u);
+    ASSERT_TRUE(discover_cpus("inherit", d, err)) << err;
+    EXPECT_GE(d.cpus.size(), 1u);
+}
+
+TEST(CpuList, FormatsWhatItParses) {
+    EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 5, 7, 8}), "0-3,5,7-8");
+    EXPECT_EQ(format_cpu_list({4}), "4");
+    EXPECT_EQ(format_cpu_list({}), "");
+    std::vector<int> ids;
+    std::string err;
+    ASSERT_TRUE(parse_cpu_list(format_cpu_list({0, 2, 3, 4, 9}), ids, err)) << err;
+    EXPECT_EQ(ids, (std::vector<int>{0, 2, 3, 4, 9}));
+}
+
+// ---- cgroup limits, read from fake trees -------------------------------------
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory tree standing in for / : /proc/self/{cgroup,mountinfo} and the
+// cgroup files they lead to. Removed on destruction.
+class FakeRoot {
+  public:
+    FakeRoot() : dir_(fs::temp_directory_path() / ("coexec-cgroup-" + std::to_string(getpid()))) {
+        fs::remove_all(dir_);
+    }
+    ~FakeRoot() { fs::remove_all(dir_); }
+    std::string path() const { return dir_.string(); }
+    void write(const std::string& file, const std::string& text) const {
+        const fs::path p = dir_ / file.substr(1);
+        fs::create_directories(p.parent_path());
+        std::ofstream(p) << text;
+    }
+
+  private:
+    fs::path dir_;
+};
+
+constexpr const char* kV1MountInfo =
+    "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+    "34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n";
+
+} // namespace
+
+TEST(CgroupLimits, NoCgroupFileSystemMeansNoLimit) {
+    FakeRoot root;
+    root.write("/proc/self/cgroup", "0::/\n");
+    const CgroupLimits l = read_cgroup_limits(root.path());
+    EXPECT_TRUE(l.cpuset.empty());
+    EXPECT_EQ(l.quota_cpus, 0);
+}
+
+TEST(CgroupLimits, V1QuotaRoundsUpAndTheTightestAncestorWins) {
+    FakeRoot root;
+    root.write("/proc/self/cgroup", "4:cpu,cpuacct:/job/step\n3:cpuset:/job\n");
+    root.write("/proc/self/mountinfo", kV1MountInfo);
+    const std::string cpu = "/sys/fs/cgroup/cpu,cpuacct";
+    root.write(cpu + "/cpu.cfs_quota_us", "-1\n");
+    root.write(cpu + "/cpu.cfs_period_us", "100000\n");
+    root.write(cpu + "/job/cpu.cfs_quota_us", "250000\n"); // 2.5 CPUs: 3
+    root.write(cpu + "/job/cpu.cfs_period_us", "100000\n");
+    root.write(cpu + "/job/step/cpu.cfs_quota_us", "-1\n"); // unlimited, but its parent is not
+    root.write(cpu + "/job/step/cpu.cfs_period_us", "100000\n");
+    root.write("/sys/fs/cgroup/cpuset/job/cpuset.effective_cpus", "2-5,8\n");
+    const CgroupLimits l = read_cgroup_limits(root.path());
+    EXPECT_EQ(l.quota_cpus, 3);
+    EXPECT_NE(l.quota_source.find("cgroup v1 " + cpu + "/job: cpu.cfs_quota_us 250000"),
+              std::string::npos)
+        << l.quota_source;
+    EXPECT_EQ(l.cpuset, (std::vector<int>{2, 3, 4, 5, 8}));
+    EXPECT_EQ(l.cpuset_file, "/sys/fs/cgroup/cpuset/job/cpuset.effective_cpus");
+
+    root.write(cpu + "/job/step/cpu.cfs_quota_us", "50000\n"); // half a CPU binds tighter
+    EXPECT_EQ(read_cgroup_limits(root.path()).quota_cpus, 1);
+}
+
+TEST(CgroupLimits, V2ReadsCpuMaxAndTheEffectiveCpuset) {
+    FakeRoot root;
+    root.write("/proc/self/cgroup", "0::/box\n");
+    root.write("/proc/self/mountinfo",
+               "30 25 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+    root.write("/sys/fs/cgroup/box/cpu.max", "max 100000\n");
+    root.write("/sys/fs/cgroup/box/cpuset.cpus.effective", "0-1\n");
+    CgroupLimits l = read_cgroup_limits(root.path());
+    EXPECT_EQ(l.quota_cpus, 0);
+    EXPECT_EQ(l.cpuset, (std::vector<int>{0, 1}));
+
+    root.write("/sys/fs/cgroup/box/cpu.max", "150000 100000\n");
+    l = read_cgroup_limits(root.path());
+    EXPECT_EQ(l.quota_cpus, 2);
+    EXPECT_EQ(l.quota_source, "cgroup v2 /sys/fs/cgroup/box: cpu.max 150000 100000");
+}
+
+TEST(CgroupLimits, AContainersMountRootIsStrippedFromItsCgroupPath) {
+    FakeRoot root;
+    // Inside a container without a cgroup namespace: the hierarchy is
+    // mounted from the container's own cgroup.
+    root.write("/proc/self/cgroup", "4:cpu:/docker/abc\n");
+    root.write("/proc/self/mountinfo",
+               "32 31 0:29 /docker/abc /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n");
+    root.write("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "100000\n");
+    root.write("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+    EXPECT_EQ(read_cgroup_limits(root.path()).quota_cpus, 1);
+}
+
+// ---- discovery under limits ---------------------------------------------------
+
+TEST(Topology, TheCpusetBoundsAllAndRejectsListsOutsideIt) {
+    Discovery d;
+    std::string err;
+    ASSERT_TRUE(discover_cpus("all", d, err, {})) << err;
+    const int online = int(d.cpus.size());
+    if (online < 2) GTEST_SKIP() << "needs 2 online CPUs";
+    const int last = d.cpus.back().system_id;
+    CgroupLimits limits;
+    limits.cpuset = {last};
+    limits.cpuset_file = "/fake/cpuset.effective_cpus";
+    ASSERT_TRUE(discover_cpus("all", d, err, limits)) << err;
+    ASSERT_EQ(d.cpus.size(), 1u);
+    EXPECT_EQ(d.cpus[0].system_id, last);
+    EXPECT_NE(d.origin.find("cgroup cpuset " + std::to_string(last)), std::string::npos)
+        << d.origin;
+    EXPECT_FALSE(discover_cpus("0", d, err, limits));
+    EXPECT_NE(err.find("excludes"), std::string::npos) << err;
+}
+
+TEST(Topology, AQuotaKeepsThatManyCpusOnePerCoreFirst) {
+    Discovery d;
+    std::string err;
+    ASSERT_TRUE(discover_cpus("all", d, err, {})) << err;
+    if (d.cpus.size() < 2) GTEST_SKIP() << "needs 2 online CPUs";
+    const size_t online = d.cpus.size();
+    CgroupLimits limits;
+    limits.quota_cpus = 1;
+    limits.quota_source = "fake quota";
+    ASSERT_TRUE(discover_cpus("all", d, err, limits)) << err;
+    ASSERT_EQ(d.cpus.size(), 1u);
+    EXPECT_EQ(d.quota_cpus, 1);
+    EXPECT_EQ(d.quota_origin, "fake quota");
+
+    limits.quota_cpus = int(online) + 3; // more than the machine: nothing is cut
+    ASSERT_TRUE(discover_cpus("all", d, err, limits)) << err;
+    EXPECT_EQ(d.cpus.size(), online);
+    EXPECT_EQ(d.quota_cpus, int(online) + 3);
+}
+
+TEST(Topology, InheritFollowsTheAffinityMask) {
+    cpu_set_t saved;
+    ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+    if (CPU_COUNT(&saved) < 2) GTEST_SKIP() << "needs 2 CPUs in the affinity mask";
+    int first = 0;
+    while (!CPU_ISSET(first, &saved))
+        ++first;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    Discovery d;
+    std::string err;
+    const bool ok = discover_cpus("inherit", d, err, {});
+    ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+    ASSERT_TRUE(ok) << err;
+    ASSERT_EQ(d.cpus.size(), 1u);
+    EXPECT_EQ(d.cpus[0].system_id, first);
+    EXPECT_NE(d.origin.find("affinity mask " + std::to_string(first)), std::string::npos);
 }
