@@ -19,6 +19,10 @@ Times (--time; results.csv always holds both):
            one after the other, so their times add up.
   wall     from starting the processes until the last one exits
 
+A program may also print "Result: ..." lines; under the table the runner says whether alone,
+native, passive and coexec printed the same ones (--check fails when they differ) and shows
+static's where they differ (fewer threads may round differently).
+
 The table shows each median with its spread [min-max] and its ratio to the alone median,
 and marks whether coexec differs from the better of native and passive by more than the
 noise (their min-max ranges are apart) or not. A plot whose medians differ 30-fold or more
@@ -43,6 +47,7 @@ from dataclasses import dataclass, field
 MODES = ["native", "passive", "static", "coexec"]
 TIMES = ["steady", "wall"]
 STEADY_PREFIX = "Steady seconds:"  # the line each program prints
+RESULT_PREFIX = "Result:"  # lines a program prints that every mode must print alike
 LOG_AXIS_RATIO = 30.0  # a plot whose largest median is this many times its smallest: log y
 ADAPTER_FILES = {
     "omp-clang": "openmp/libomp.so.5",
@@ -292,9 +297,15 @@ def steady_seconds(text):
     return max(vals) if vals else None
 
 
+def result_lines(text):
+    """The RESULT_PREFIX lines a job printed."""
+    return {line.strip() for line in text.splitlines() if line.startswith(RESULT_PREFIX)}
+
+
 def run_jobs(env, jobs, mode, timeout, scenario_env, log):
     """Starts all jobs at once, waits for all; returns (wall seconds, steady seconds or None,
-    status). Each job's output goes to a file of its own, then to the log."""
+    status, the distinct result lines). Each job's output goes to a file of its own, then to
+    the log."""
     procs, outs = [], []
     plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
     start = time.monotonic()
@@ -335,15 +346,16 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log):
     elapsed = time.monotonic() - start
     if killed:
         status = "timeout"
-    steady = []
+    steady, printed = [], set()
     for out in outs:
         out.seek(0)
         text = out.read()
         out.close()
         log.write(text)
         steady.append(steady_seconds(text))
+        printed |= result_lines(text)
     log.flush()
-    return elapsed, (None if None in steady else max(steady)), status
+    return elapsed, (None if None in steady else max(steady)), status, printed
 
 
 @dataclass
@@ -353,6 +365,7 @@ class Result:
     times: list  # wall seconds of each successful repeat
     status: str  # ok, n/a: reason, or the first failure
     steady: list = field(default_factory=list)  # steady seconds (or None) of the same repeats
+    printed: set = field(default_factory=set)  # result lines of the successful repeats
 
     def values(self, kind):
         """The repeats' seconds of one kind (TIMES); steady only if every repeat has one."""
@@ -375,25 +388,27 @@ def measure(env, args, scenarios, log):
                 results.append(Result(sc, mode, [], "n/a: " + why))
                 progress(done, total, t0, sc.name, mode, "n/a (" + why + ")")
                 continue
-            times, steadies, status = [], [], "ok"
+            times, steadies, printed, status = [], [], set(), "ok"
             limit = run_limit(args.timeout, alone if mode != "alone" else None)
             for rep in range(args.repeats):
                 if status != "ok":  # a failed or hung configuration is not retried
                     done += args.repeats - rep
                     break
                 if mode == "alone":
-                    secs, steady, st = 0.0, 0.0, "ok"
+                    secs, steady, st, out = 0.0, 0.0, "ok", set()
                     for group in sc.alone:
-                        t, y, s = run_jobs(env, group, "native", limit, sc.env, log)
+                        t, y, s, o = run_jobs(env, group, "native", limit, sc.env, log)
                         secs += t
                         steady = None if (steady is None or y is None) else steady + y
                         st = s if s != "ok" else st
+                        out |= o
                 else:
-                    secs, steady, st = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
+                    secs, steady, st, out = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
                 done += 1
                 if st == "ok":
                     times.append(secs)
                     steadies.append(steady)
+                    printed |= out
                 elif status == "ok":
                     status = st
                 what = st
@@ -401,7 +416,7 @@ def measure(env, args, scenarios, log):
                     what = f"{secs:.2f} s" + (f" (steady {steady:.2f} s)" if steady is not None
                                               else " (no steady time)")
                 progress(done, total, t0, sc.name, mode, what)
-            results.append(Result(sc, mode, times, status, steadies))
+            results.append(Result(sc, mode, times, status, steadies, printed))
             if mode == "alone":
                 alone = results[-1]
     return results
@@ -512,6 +527,30 @@ def table_header(kind):
     what = ("steady-state time (the programs' solve / training loop)" if kind == "steady"
             else "wall time (process start to exit)")
     return f"Median {what} in seconds [min-max of the repeats] and ratio to the alone median:"
+
+
+def results_text(results):
+    """For each scenario whose programs print RESULT_PREFIX lines: whether every mode that
+    ran the same thread counts (alone, native, passive, coexec) printed the same ones, and
+    static's, which may round differently on fewer threads. Returns (lines, names of the
+    scenarios where the former differ)."""
+    lines, differ = [], []
+    for name, row in by_scenario(results).items():
+        seen = {m: r.printed for m, r in row.items() if m != "scenario" and r.printed}
+        same = {m: v for m, v in seen.items() if m != "static"}
+        if not seen:
+            continue
+        if len({frozenset(v) for v in same.values()}) > 1:
+            differ.append(name)
+            lines.append(f"{name}: DIFFERENT")
+            lines += [f"  {m}: {'; '.join(sorted(v))}" for m, v in seen.items()]
+            continue
+        ref = next(iter(same.values()), seen.get("static"))
+        lines.append(f"{name}: the same in {', '.join(same) or 'static'}: {'; '.join(sorted(ref))}")
+        if same and "static" in seen and seen["static"] != ref:
+            lines.append(f"  static (fewer threads, other rounding): "
+                         f"{'; '.join(sorted(seen['static']))}")
+    return lines, differ
 
 
 TABLE_LEGEND = ("coexec mark, against the better of native and passive (lower median): "
@@ -660,8 +699,11 @@ def main(argv):
     with open(os.path.join(out, "runs.log"), "w") as log:
         results = measure(env, args, scenarios, log)
     write_csv(os.path.join(out, "results.csv"), results)
+    checked, differ = results_text(results)
     text = "\n".join([table_header(args.time), "", table_text(results, args.modes, args.time),
-                      "", TABLE_LEGEND])
+                      "", TABLE_LEGEND] +
+                     (["", "Results the programs printed (Result: lines):"] + checked
+                      if checked else []))
     with open(os.path.join(out, "table.txt"), "w") as f:
         f.write(text + "\n")
     print("\n" + text)
@@ -672,7 +714,9 @@ def main(argv):
     failed = [r for r in results if r.status != "ok" and not r.status.startswith("n/a")]
     for r in failed:
         print(f"FAILED: {r.scenario.name} {r.mode}: {r.status} (see runs.log)")
-    return 1 if (args.check and failed) else 0
+    for name in differ:
+        print(f"FAILED: {name}: the modes printed different results (see table.txt)")
+    return 1 if (args.check and (failed or differ)) else 0
 
 
 if __name__ == "__main__":
