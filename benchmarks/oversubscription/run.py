@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Oversubscription scenario runner: HPCCG and GPT-2 with mixed runtimes.
+"""Oversubscription scenario runner: HPCCG, GPT-2 and Python jobs with mixed runtimes.
 
 Runs scenarios x modes x repeats, prints progress, then writes results.csv, one PNG per
 figure (gnuplot) and a table of medians with each mode's ratio to the "alone" time (the
@@ -22,6 +22,12 @@ Times (--time; results.csv always holds both):
 A program may also print "Result: ..." lines; under the table the runner says whether alone,
 native, passive and coexec printed the same ones (--check fails when they differ) and shows
 static's where they differ (fewer threads may round differently).
+
+Python scenarios (py/*: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to NumPy
+BLAS in one process) run the programs in benchmarks/python under Debian's /usr/bin/python3,
+with OpenBLAS's OpenMP build in every mode. They are in --long, not in the default
+selection; a missing Debian package makes them "n/a". To run them alone:
+  python3 benchmarks/oversubscription/run.py --build build --scenarios py/ --repeats 5
 
 The table shows each median with its spread [min-max] and its ratio to the alone median,
 and marks whether coexec differs from the better of native and passive by more than the
@@ -56,16 +62,28 @@ ADAPTER_FILES = {
     "ocl": "pocl/libcoexec-pocl.so",
 }
 ADAPTER_FLAGS = {"omp-clang": "--openmp", "omp-gcc": "--openmp", "tbb": "--tbb", "ocl": "--pocl"}
+# Python jobs run under Debian's interpreter: a python3 earlier on PATH (pyenv, a virtualenv)
+# may not see Debian's packages. Their programs are in benchmarks/python.
+PYTHON = "/usr/bin/python3"
+PY_PROGRAMS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                            "python"))
+# Debian packages a Python job can need, and the module that shows each is installed
+# (None: OpenBLAS's OpenMP build, found by its directory).
+PY_PACKAGES = {"python3-numpy": "numpy", "python3-sklearn": "sklearn", "python3-torch": "torch",
+               "libopenblas0-openmp": None}
 
 
 @dataclass
 class Job:
     """One process of a scenario: argv (program name first) and the runtimes it uses."""
 
-    argv: list
+    argv: list  # a program in <build>/bin first, or with interpreter, a script's path
     runtimes: set  # subset of omp-clang, omp-gcc, tbb, ocl
     env: dict = field(default_factory=dict)
     mpi_ranks: int = 0  # > 0: started by mpirun with this many ranks
+    interpreter: str = ""  # absolute path of the interpreter that runs argv (a script)
+    needs: tuple = ()  # PY_PACKAGES keys; one missing makes the scenario n/a
+    teams: int = 0  # thread teams busy at once, which static mode splits; 0: one per runtime
 
 
 @dataclass
@@ -73,7 +91,7 @@ class Scenario:
     """Jobs run concurrently, and the single-runtime work they are compared with."""
 
     name: str
-    group: str  # fig6, fig7, fig8, everyday
+    group: str  # fig6, fig7, fig8, everyday, python, smoke
     x: str  # x value in its figure (task count, granularity, or a label)
     jobs: list
     alone: list  # lists of jobs, run one list after the other; times add up
@@ -103,6 +121,15 @@ def gpt2(build_kind, shape, *args):
     if "ocl" in flat:
         runtimes.add("ocl")
     return Job(["gpt2-" + build_kind, *shape.split(), *args], runtimes)
+
+
+def python(script, *args, needs=("python3-numpy",), runtimes=("omp-gcc",), teams=0):
+    """A Job running benchmarks/python/<script> under Debian's interpreter, with 2 OpenMP
+    threads (static mode: its share). NumPy's BLAS (OpenBLAS's OpenMP build), scikit-learn's
+    loops and PyTorch's intra-op threads are all libgomp's."""
+    return Job([os.path.join(PY_PROGRAMS, script), *args], set(runtimes),
+               {"OMP_NUM_THREADS": "2"}, interpreter=PYTHON,
+               needs=tuple(needs) + ("libopenblas0-openmp",), teams=teams)
 
 
 def catalogue(long):
@@ -161,6 +188,22 @@ def catalogue(long):
     one = Job(rank.argv, rank.runtimes, mpi_ranks=1)
     s.append(Scenario("mpi/2ranks-omp", "everyday", "mpirun -np 2", [mpi], [[one], [one]]))
 
+    # Python (issue 19), not in DEFAULT: 4 NumPy processes as a joblib pool of processes
+    # runs them; two PyTorch inference processes; a scikit-learn fit next to a thread doing
+    # matmuls, two OpenMP teams in one process.
+    mm = python("numpy_matmul.py")
+    s.append(Scenario("py/numpy-procs", "python", "4x numpy matmuls", [mm] * 4, [[mm]] * 4))
+    # libtorch starts oneTBB (it loads the RML server: --tbb hosts it) but runs its intra-op
+    # work on OpenMP: one busy team.
+    pt = python("torch_infer.py", needs=("python3-torch",), runtimes=("omp-gcc", "tbb"),
+                teams=1)
+    s.append(Scenario("py/torch-2proc", "python", "2x torch inference", [pt, pt],
+                      [[pt], [pt]]))
+    sk = ("python3-numpy", "python3-sklearn")
+    s.append(Scenario("py/sklearn+numpy", "python", "sklearn fit + numpy thread",
+                      [python("sklearn_numpy.py", needs=sk, teams=2)],
+                      [[python("sklearn_numpy.py", "--sequential", needs=sk)]]))
+
     # Tiny smoke selection for ctest.
     tiny = "12 12 12"
     s.append(Scenario("smoke/hpccg-omp+ocl", "smoke", "omp+ocl",
@@ -172,6 +215,8 @@ def catalogue(long):
     s.append(Scenario("smoke/gpt2", "smoke", "gpt2",
                       [gpt2("clang", small, "--mode", "tasks", "--kernel", "ocl")],
                       [[gpt2("clang", small, "--mode", "tasks")]]))
+    mm = python("numpy_matmul.py", "--size", "64", "--matmuls", "2")
+    s.append(Scenario("smoke/py-numpy", "smoke", "2x numpy", [mm, mm], [[mm], [mm]]))
     return s
 
 
@@ -205,6 +250,8 @@ class Environment:
         self.coexec = os.path.join(self.bin, "coexec")
         self.coexec_ok = self._coexec_runs()
         self.mpirun = shutil.which("mpirun")
+        self.openblas_dir = self._openblas_openmp_dir()
+        self._imports = {}  # (interpreter, module) -> importable
 
     def _coexec_runs(self):
         if not os.access(self.coexec, os.X_OK):
@@ -215,6 +262,41 @@ class Environment:
         except (OSError, subprocess.TimeoutExpired):
             return False
 
+    @staticmethod
+    def _openblas_openmp_dir():
+        """Where Debian's libopenblas0-openmp is (coexec run looks in the same place), or
+        None."""
+        for d in [f"/usr/lib/{os.uname().machine}-linux-gnu/openblas-openmp",
+                  "/usr/lib/openblas-openmp"]:
+            if os.path.exists(os.path.join(d, "libopenblas.so.0")):
+                return d
+        return None
+
+    def _importable(self, interpreter, module):
+        key = (interpreter, module)
+        if key not in self._imports:
+            try:
+                r = subprocess.run([interpreter, "-c", f"import {module}"], capture_output=True,
+                                   timeout=120)
+                self._imports[key] = r.returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                self._imports[key] = False
+        return self._imports[key]
+
+    def _python_missing(self, job):
+        """Why a Python job cannot run, or None."""
+        if not os.access(job.interpreter, os.X_OK):
+            return f"{job.interpreter} not installed"
+        if not os.path.exists(job.argv[0]):
+            return f"{job.argv[0]} not found"
+        for package in job.needs:
+            module = PY_PACKAGES[package]
+            there = (self._importable(job.interpreter, module) if module else
+                     self.openblas_dir is not None)
+            if not there:
+                return f"{package} not installed"
+        return None
+
     def adapter_present(self, runtime):
         path = os.path.join(self.build, "lib", "coexec", ADAPTER_FILES[runtime])
         return os.path.exists(path)
@@ -223,8 +305,11 @@ class Environment:
         """Why this scenario cannot run in this mode, or None."""
         jobs = scenario.jobs
         for j in jobs:
-            exe = os.path.join(self.bin, j.argv[0])
-            if not os.access(exe, os.X_OK):
+            if j.interpreter:
+                why = self._python_missing(j)
+                if why:
+                    return why
+            elif not os.access(os.path.join(self.bin, j.argv[0]), os.X_OK):
                 return f"{j.argv[0]} not built"
             if j.mpi_ranks and not self.mpirun:
                 return "mpirun not installed"
@@ -240,14 +325,22 @@ class Environment:
 
 def command(env, job, mode, share, cpus):
     """argv and environment for one job in one mode."""
-    argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
+    if job.interpreter:
+        argv = [job.interpreter, *job.argv]
+    else:
+        argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
     extra = dict(job.env)
+    if "libopenblas0-openmp" in job.needs and env.openblas_dir:
+        # OpenBLAS's OpenMP build in every mode, whatever the system's libblas.so.3
+        # alternative names, as coexec run does for its process.
+        extra["LD_LIBRARY_PATH"] = ":".join(
+            p for p in [env.openblas_dir, os.environ.get("LD_LIBRARY_PATH")] if p)
     if mode == "passive":
         extra["OMP_WAIT_POLICY"] = "passive"
     if mode == "static":
         extra["OMP_NUM_THREADS"] = str(share)
         extra["POCL_MAX_PTHREAD_COUNT"] = str(share)
-        if "tbb" in job.runtimes:
+        if "tbb" in job.runtimes and not job.interpreter:  # PyTorch's oneTBB has no knob
             argv += ["--tbb-threads", str(share)]
     if job.mpi_ranks:
         mpi = [env.mpirun, "-np", str(job.mpi_ranks), "--oversubscribe", "--allow-run-as-root"]
@@ -275,8 +368,9 @@ def static_plan(env, jobs):
             continue
         lo, hi = i * n // k, max(i * n // k + 1, (i + 1) * n // k)
         mine = hi - lo
-        # Runtimes inside one process that can be busy at once split its cores.
-        busy = len(j.runtimes - {"tbb"}) + (1 if "tbb" in j.runtimes else 0)
+        # Runtimes (or teams of one runtime) inside one process that can be busy at once
+        # split its cores.
+        busy = j.teams or len(j.runtimes - {"tbb"}) + (1 if "tbb" in j.runtimes else 0)
         share = max(1, mine // max(1, busy))
         plans.append((share, f"{lo}-{min(hi, n) - 1}" if k > 1 else None))
     return plans
@@ -572,6 +666,8 @@ def plot(outdir, results, modes, kind):
         ("fig8", "GPT-2 tasks + PoCL matmuls: granularity (cf. Fig. 8)", "time steps per task",
          "lines"),
         ("everyday", "Co-location, GCC OpenMP, active wait, MPI", "", "bars"),
+        ("python", "Python: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to BLAS",
+         "", "bars"),
     ]:
         sel = [r for r in rows.values() if r["scenario"].group == group]
         if not sel:
