@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Oversubscription scenario runner: HPCCG and GPT-2 with mixed runtimes.
+"""Oversubscription scenario runner: HPCCG, GPT-2 and Python jobs with mixed runtimes.
 
 Runs scenarios x modes x repeats, prints progress, then writes results.csv, one PNG per
 figure (gnuplot) and a table of medians with each mode's ratio to the "alone" time (the
@@ -18,6 +18,16 @@ Times (--time; results.csv always holds both):
            that run together count as the slowest of them (MPI ranks too); "alone" runs
            one after the other, so their times add up.
   wall     from starting the processes until the last one exits
+
+A program may also print "Result: ..." lines; under the table the runner says whether alone,
+native, passive and coexec printed the same ones (--check fails when they differ) and shows
+static's where they differ (fewer threads may round differently).
+
+Python scenarios (py/*: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to NumPy
+BLAS in one process) run the programs in benchmarks/python under Debian's /usr/bin/python3,
+with OpenBLAS's OpenMP build in every mode. They are in --long, not in the default
+selection; a missing Debian package makes them "n/a". To run them alone:
+  python3 benchmarks/oversubscription/run.py --build build --scenarios py/ --repeats 5
 
 The table shows each median with its spread [min-max] and its ratio to the alone median,
 and marks whether coexec differs from the better of native and passive by more than the
@@ -43,6 +53,7 @@ from dataclasses import dataclass, field
 MODES = ["native", "passive", "static", "coexec"]
 TIMES = ["steady", "wall"]
 STEADY_PREFIX = "Steady seconds:"  # the line each program prints
+RESULT_PREFIX = "Result:"  # lines a program prints that every mode must print alike
 LOG_AXIS_RATIO = 30.0  # a plot whose largest median is this many times its smallest: log y
 ADAPTER_FILES = {
     "omp-clang": "openmp/libomp.so.5",
@@ -51,16 +62,28 @@ ADAPTER_FILES = {
     "ocl": "pocl/libcoexec-pocl.so",
 }
 ADAPTER_FLAGS = {"omp-clang": "--openmp", "omp-gcc": "--openmp", "tbb": "--tbb", "ocl": "--pocl"}
+# Python jobs run under Debian's interpreter: a python3 earlier on PATH (pyenv, a virtualenv)
+# may not see Debian's packages. Their programs are in benchmarks/python.
+PYTHON = "/usr/bin/python3"
+PY_PROGRAMS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                            "python"))
+# Debian packages a Python job can need, and the module that shows each is installed
+# (None: OpenBLAS's OpenMP build, found by its directory).
+PY_PACKAGES = {"python3-numpy": "numpy", "python3-sklearn": "sklearn", "python3-torch": "torch",
+               "libopenblas0-openmp": None}
 
 
 @dataclass
 class Job:
     """One process of a scenario: argv (program name first) and the runtimes it uses."""
 
-    argv: list
+    argv: list  # a program in <build>/bin first, or with interpreter, a script's path
     runtimes: set  # subset of omp-clang, omp-gcc, tbb, ocl
     env: dict = field(default_factory=dict)
     mpi_ranks: int = 0  # > 0: started by mpirun with this many ranks
+    interpreter: str = ""  # absolute path of the interpreter that runs argv (a script)
+    needs: tuple = ()  # PY_PACKAGES keys; one missing makes the scenario n/a
+    teams: int = 0  # thread teams busy at once, which static mode splits; 0: one per runtime
 
 
 @dataclass
@@ -68,7 +91,7 @@ class Scenario:
     """Jobs run concurrently, and the single-runtime work they are compared with."""
 
     name: str
-    group: str  # fig6, fig7, fig8, everyday
+    group: str  # fig6, fig7, fig8, everyday, python, smoke
     x: str  # x value in its figure (task count, granularity, or a label)
     jobs: list
     alone: list  # lists of jobs, run one list after the other; times add up
@@ -98,6 +121,15 @@ def gpt2(build_kind, shape, *args):
     if "ocl" in flat:
         runtimes.add("ocl")
     return Job(["gpt2-" + build_kind, *shape.split(), *args], runtimes)
+
+
+def python(script, *args, needs=("python3-numpy",), runtimes=("omp-gcc",), teams=0):
+    """A Job running benchmarks/python/<script> under Debian's interpreter, with 2 OpenMP
+    threads (static mode: its share). NumPy's BLAS (OpenBLAS's OpenMP build), scikit-learn's
+    loops and PyTorch's intra-op threads are all libgomp's."""
+    return Job([os.path.join(PY_PROGRAMS, script), *args], set(runtimes),
+               {"OMP_NUM_THREADS": "2"}, interpreter=PYTHON,
+               needs=tuple(needs) + ("libopenblas0-openmp",), teams=teams)
 
 
 def catalogue(long):
@@ -156,6 +188,22 @@ def catalogue(long):
     one = Job(rank.argv, rank.runtimes, mpi_ranks=1)
     s.append(Scenario("mpi/2ranks-omp", "everyday", "mpirun -np 2", [mpi], [[one], [one]]))
 
+    # Python (issue 19), not in DEFAULT: 4 NumPy processes as a joblib pool of processes
+    # runs them; two PyTorch inference processes; a scikit-learn fit next to a thread doing
+    # matmuls, two OpenMP teams in one process.
+    mm = python("numpy_matmul.py")
+    s.append(Scenario("py/numpy-procs", "python", "4x numpy matmuls", [mm] * 4, [[mm]] * 4))
+    # libtorch starts oneTBB (it loads the RML server: --tbb hosts it) but runs its intra-op
+    # work on OpenMP: one busy team.
+    pt = python("torch_infer.py", needs=("python3-torch",), runtimes=("omp-gcc", "tbb"),
+                teams=1)
+    s.append(Scenario("py/torch-2proc", "python", "2x torch inference", [pt, pt],
+                      [[pt], [pt]]))
+    sk = ("python3-numpy", "python3-sklearn")
+    s.append(Scenario("py/sklearn+numpy", "python", "sklearn fit + numpy thread",
+                      [python("sklearn_numpy.py", needs=sk, teams=2)],
+                      [[python("sklearn_numpy.py", "--sequential", needs=sk)]]))
+
     # Tiny smoke selection for ctest.
     tiny = "12 12 12"
     s.append(Scenario("smoke/hpccg-omp+ocl", "smoke", "omp+ocl",
@@ -167,6 +215,8 @@ def catalogue(long):
     s.append(Scenario("smoke/gpt2", "smoke", "gpt2",
                       [gpt2("clang", small, "--mode", "tasks", "--kernel", "ocl")],
                       [[gpt2("clang", small, "--mode", "tasks")]]))
+    mm = python("numpy_matmul.py", "--size", "64", "--matmuls", "2")
+    s.append(Scenario("smoke/py-numpy", "smoke", "2x numpy", [mm, mm], [[mm], [mm]]))
     return s
 
 
@@ -200,6 +250,8 @@ class Environment:
         self.coexec = os.path.join(self.bin, "coexec")
         self.coexec_ok = self._coexec_runs()
         self.mpirun = shutil.which("mpirun")
+        self.openblas_dir = self._openblas_openmp_dir()
+        self._imports = {}  # (interpreter, module) -> importable
 
     def _coexec_runs(self):
         if not os.access(self.coexec, os.X_OK):
@@ -210,6 +262,41 @@ class Environment:
         except (OSError, subprocess.TimeoutExpired):
             return False
 
+    @staticmethod
+    def _openblas_openmp_dir():
+        """Where Debian's libopenblas0-openmp is (coexec run looks in the same place), or
+        None."""
+        for d in [f"/usr/lib/{os.uname().machine}-linux-gnu/openblas-openmp",
+                  "/usr/lib/openblas-openmp"]:
+            if os.path.exists(os.path.join(d, "libopenblas.so.0")):
+                return d
+        return None
+
+    def _importable(self, interpreter, module):
+        key = (interpreter, module)
+        if key not in self._imports:
+            try:
+                r = subprocess.run([interpreter, "-c", f"import {module}"], capture_output=True,
+                                   timeout=120)
+                self._imports[key] = r.returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                self._imports[key] = False
+        return self._imports[key]
+
+    def _python_missing(self, job):
+        """Why a Python job cannot run, or None."""
+        if not os.access(job.interpreter, os.X_OK):
+            return f"{job.interpreter} not installed"
+        if not os.path.exists(job.argv[0]):
+            return f"{job.argv[0]} not found"
+        for package in job.needs:
+            module = PY_PACKAGES[package]
+            there = (self._importable(job.interpreter, module) if module else
+                     self.openblas_dir is not None)
+            if not there:
+                return f"{package} not installed"
+        return None
+
     def adapter_present(self, runtime):
         path = os.path.join(self.build, "lib", "coexec", ADAPTER_FILES[runtime])
         return os.path.exists(path)
@@ -218,8 +305,11 @@ class Environment:
         """Why this scenario cannot run in this mode, or None."""
         jobs = scenario.jobs
         for j in jobs:
-            exe = os.path.join(self.bin, j.argv[0])
-            if not os.access(exe, os.X_OK):
+            if j.interpreter:
+                why = self._python_missing(j)
+                if why:
+                    return why
+            elif not os.access(os.path.join(self.bin, j.argv[0]), os.X_OK):
                 return f"{j.argv[0]} not built"
             if j.mpi_ranks and not self.mpirun:
                 return "mpirun not installed"
@@ -235,14 +325,22 @@ class Environment:
 
 def command(env, job, mode, share, cpus):
     """argv and environment for one job in one mode."""
-    argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
+    if job.interpreter:
+        argv = [job.interpreter, *job.argv]
+    else:
+        argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
     extra = dict(job.env)
+    if "libopenblas0-openmp" in job.needs and env.openblas_dir:
+        # OpenBLAS's OpenMP build in every mode, whatever the system's libblas.so.3
+        # alternative names, as coexec run does for its process.
+        extra["LD_LIBRARY_PATH"] = ":".join(
+            p for p in [env.openblas_dir, os.environ.get("LD_LIBRARY_PATH")] if p)
     if mode == "passive":
         extra["OMP_WAIT_POLICY"] = "passive"
     if mode == "static":
         extra["OMP_NUM_THREADS"] = str(share)
         extra["POCL_MAX_PTHREAD_COUNT"] = str(share)
-        if "tbb" in job.runtimes:
+        if "tbb" in job.runtimes and not job.interpreter:  # PyTorch's oneTBB has no knob
             argv += ["--tbb-threads", str(share)]
     if job.mpi_ranks:
         mpi = [env.mpirun, "-np", str(job.mpi_ranks), "--oversubscribe", "--allow-run-as-root"]
@@ -270,8 +368,9 @@ def static_plan(env, jobs):
             continue
         lo, hi = i * n // k, max(i * n // k + 1, (i + 1) * n // k)
         mine = hi - lo
-        # Runtimes inside one process that can be busy at once split its cores.
-        busy = len(j.runtimes - {"tbb"}) + (1 if "tbb" in j.runtimes else 0)
+        # Runtimes (or teams of one runtime) inside one process that can be busy at once
+        # split its cores.
+        busy = j.teams or len(j.runtimes - {"tbb"}) + (1 if "tbb" in j.runtimes else 0)
         share = max(1, mine // max(1, busy))
         plans.append((share, f"{lo}-{min(hi, n) - 1}" if k > 1 else None))
     return plans
@@ -292,9 +391,15 @@ def steady_seconds(text):
     return max(vals) if vals else None
 
 
+def result_lines(text):
+    """The RESULT_PREFIX lines a job printed."""
+    return {line.strip() for line in text.splitlines() if line.startswith(RESULT_PREFIX)}
+
+
 def run_jobs(env, jobs, mode, timeout, scenario_env, log):
     """Starts all jobs at once, waits for all; returns (wall seconds, steady seconds or None,
-    status). Each job's output goes to a file of its own, then to the log."""
+    status, the distinct result lines). Each job's output goes to a file of its own, then to
+    the log."""
     procs, outs = [], []
     plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
     start = time.monotonic()
@@ -335,15 +440,16 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log):
     elapsed = time.monotonic() - start
     if killed:
         status = "timeout"
-    steady = []
+    steady, printed = [], set()
     for out in outs:
         out.seek(0)
         text = out.read()
         out.close()
         log.write(text)
         steady.append(steady_seconds(text))
+        printed |= result_lines(text)
     log.flush()
-    return elapsed, (None if None in steady else max(steady)), status
+    return elapsed, (None if None in steady else max(steady)), status, printed
 
 
 @dataclass
@@ -353,6 +459,7 @@ class Result:
     times: list  # wall seconds of each successful repeat
     status: str  # ok, n/a: reason, or the first failure
     steady: list = field(default_factory=list)  # steady seconds (or None) of the same repeats
+    printed: set = field(default_factory=set)  # result lines of the successful repeats
 
     def values(self, kind):
         """The repeats' seconds of one kind (TIMES); steady only if every repeat has one."""
@@ -375,25 +482,27 @@ def measure(env, args, scenarios, log):
                 results.append(Result(sc, mode, [], "n/a: " + why))
                 progress(done, total, t0, sc.name, mode, "n/a (" + why + ")")
                 continue
-            times, steadies, status = [], [], "ok"
+            times, steadies, printed, status = [], [], set(), "ok"
             limit = run_limit(args.timeout, alone if mode != "alone" else None)
             for rep in range(args.repeats):
                 if status != "ok":  # a failed or hung configuration is not retried
                     done += args.repeats - rep
                     break
                 if mode == "alone":
-                    secs, steady, st = 0.0, 0.0, "ok"
+                    secs, steady, st, out = 0.0, 0.0, "ok", set()
                     for group in sc.alone:
-                        t, y, s = run_jobs(env, group, "native", limit, sc.env, log)
+                        t, y, s, o = run_jobs(env, group, "native", limit, sc.env, log)
                         secs += t
                         steady = None if (steady is None or y is None) else steady + y
                         st = s if s != "ok" else st
+                        out |= o
                 else:
-                    secs, steady, st = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
+                    secs, steady, st, out = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
                 done += 1
                 if st == "ok":
                     times.append(secs)
                     steadies.append(steady)
+                    printed |= out
                 elif status == "ok":
                     status = st
                 what = st
@@ -401,7 +510,7 @@ def measure(env, args, scenarios, log):
                     what = f"{secs:.2f} s" + (f" (steady {steady:.2f} s)" if steady is not None
                                               else " (no steady time)")
                 progress(done, total, t0, sc.name, mode, what)
-            results.append(Result(sc, mode, times, status, steadies))
+            results.append(Result(sc, mode, times, status, steadies, printed))
             if mode == "alone":
                 alone = results[-1]
     return results
@@ -514,6 +623,30 @@ def table_header(kind):
     return f"Median {what} in seconds [min-max of the repeats] and ratio to the alone median:"
 
 
+def results_text(results):
+    """For each scenario whose programs print RESULT_PREFIX lines: whether every mode that
+    ran the same thread counts (alone, native, passive, coexec) printed the same ones, and
+    static's, which may round differently on fewer threads. Returns (lines, names of the
+    scenarios where the former differ)."""
+    lines, differ = [], []
+    for name, row in by_scenario(results).items():
+        seen = {m: r.printed for m, r in row.items() if m != "scenario" and r.printed}
+        same = {m: v for m, v in seen.items() if m != "static"}
+        if not seen:
+            continue
+        if len({frozenset(v) for v in same.values()}) > 1:
+            differ.append(name)
+            lines.append(f"{name}: DIFFERENT")
+            lines += [f"  {m}: {'; '.join(sorted(v))}" for m, v in seen.items()]
+            continue
+        ref = next(iter(same.values()), seen.get("static"))
+        lines.append(f"{name}: the same in {', '.join(same) or 'static'}: {'; '.join(sorted(ref))}")
+        if same and "static" in seen and seen["static"] != ref:
+            lines.append(f"  static (fewer threads, other rounding): "
+                         f"{'; '.join(sorted(seen['static']))}")
+    return lines, differ
+
+
 TABLE_LEGEND = ("coexec mark, against the better of native and passive (lower median): "
                 "~ within noise (min-max ranges overlap); < coexec faster, > coexec slower "
                 "(ranges apart); no mark: fewer than 2 repeats or no data.")
@@ -533,6 +666,8 @@ def plot(outdir, results, modes, kind):
         ("fig8", "GPT-2 tasks + PoCL matmuls: granularity (cf. Fig. 8)", "time steps per task",
          "lines"),
         ("everyday", "Co-location, GCC OpenMP, active wait, MPI", "", "bars"),
+        ("python", "Python: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to BLAS",
+         "", "bars"),
     ]:
         sel = [r for r in rows.values() if r["scenario"].group == group]
         if not sel:
@@ -660,8 +795,11 @@ def main(argv):
     with open(os.path.join(out, "runs.log"), "w") as log:
         results = measure(env, args, scenarios, log)
     write_csv(os.path.join(out, "results.csv"), results)
+    checked, differ = results_text(results)
     text = "\n".join([table_header(args.time), "", table_text(results, args.modes, args.time),
-                      "", TABLE_LEGEND])
+                      "", TABLE_LEGEND] +
+                     (["", "Results the programs printed (Result: lines):"] + checked
+                      if checked else []))
     with open(os.path.join(out, "table.txt"), "w") as f:
         f.write(text + "\n")
     print("\n" + text)
@@ -672,7 +810,9 @@ def main(argv):
     failed = [r for r in results if r.status != "ok" and not r.status.startswith("n/a")]
     for r in failed:
         print(f"FAILED: {r.scenario.name} {r.mode}: {r.status} (see runs.log)")
-    return 1 if (args.check and failed) else 0
+    for name in differ:
+        print(f"FAILED: {name}: the modes printed different results (see table.txt)")
+    return 1 if (args.check and (failed or differ)) else 0
 
 
 if __name__ == "__main__":
