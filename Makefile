@@ -39,7 +39,7 @@ build: deps $(BUILD)/CMakeCache.txt
 # `make demo LONG=1` runs the long selection; `make demo-substrate` shows two
 # processes sharing the CPUs through the substrate alone.
 demo: build
-	python3 benchmarks/oversubscription/run.py --build $(BUILD) --repeats 3 --timeout 30 $(if $(LONG),--long)
+	python3 benchmarks/oversubscription/run.py --build $(BUILD) --repeats 3 $(if $(LONG),--long --timeout 120,--timeout 30)
 
 demo-substrate: build
 	@bash scripts/demo.sh $(BUILD)
