@@ -125,7 +125,12 @@ std::string format_cpu_list(const std::vector<int>& ids) {
             ++j;
         if (!out.empty()) out += ',';
         out += std::to_string(ids[i]);
-        if (j > i) out += "-" + std::to_string(ids[j]);
+        if (j > i) {
+            // Appended in two steps: GCC 12's -Wrestrict misreads
+            // "-" + std::string at -O3.
+            out += '-';
+            out += std::to_string(ids[j]);
+        }
         i = j + 1;
     }
     return out;
