@@ -98,6 +98,16 @@ cl_event OclContext::enqueue(const Kernel& k, std::size_t offset, std::size_t gl
     return done;
 }
 
+cl_event OclContext::enqueue2d(const Kernel& k, const std::size_t global[2],
+                               const std::size_t local[2]) const {
+    if (global[0] == 0 || global[1] == 0) return nullptr;
+    cl_event done = nullptr;
+    cl_check(clEnqueueNDRangeKernel(queue_, k.get(), 2, nullptr, global, local, 0, nullptr, &done),
+             "clEnqueueNDRangeKernel");
+    clFlush(queue_);
+    return done;
+}
+
 void OclContext::wait(cl_event done) {
     if (!done) return;
     cl_int err = clWaitForEvents(1, &done);

@@ -72,6 +72,10 @@ class OclContext {
     // an empty range). The kernel's arguments are captured at this call, so a caller sharing
     // a Kernel between threads must hold a lock from setting the arguments to here.
     cl_event enqueue(const Kernel& k, std::size_t offset, std::size_t global) const;
+    // Enqueues a 2-D range of global[0] x global[1] work-items in work-groups of local[0] x
+    // local[1] (each global a multiple of its local), as enqueue() does.
+    cl_event enqueue2d(const Kernel& k, const std::size_t global[2],
+                       const std::size_t local[2]) const;
     // Waits for and releases an event from enqueue(); a null event is already complete.
     static void wait(cl_event done);
     // enqueue() followed by wait().

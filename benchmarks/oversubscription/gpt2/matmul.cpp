@@ -27,43 +27,119 @@ class CppMatmul final : public Matmul {
     }
 };
 
-// Pointers travel as (buffer, float offset); one work-item per output element.
+// Pointers travel as (buffer, float offset). Each work-item computes a register tile with
+// explicit float8/float16 vectors along a contiguous dimension, so the code is vectorised
+// whatever PoCL's work-item loop vectoriser makes of it; 1-item work-groups leave no
+// work-item loop around the tile. Tiles past a piece's edge read its last row or channel
+// again and store nothing. The backward kernels add each element's terms in the old order.
 const char* const kSource = R"CLC(
-__kernel void mm_fwd(__global float* out, long out_off, __global const float* inp, long inp_off,
-                     __global const float* w, long w_off, __global const float* bias,
-                     long bias_off, int C, int OC, int lo, int olo, int ocount) {
-    const int g = get_global_id(0);
-    const int bt = lo + g / ocount, oc = olo + g % ocount;
-    __global const float* x = inp + inp_off + (long)bt * C;
-    __global const float* wr = w + w_off + (long)oc * C;
-    float sum = bias_off >= 0 ? bias[bias_off + oc] : 0.0f;
-    for (int i = 0; i < C; ++i) sum += x[i] * wr[i];
-    out[out_off + (long)bt * OC + oc] = sum;
-}
-__kernel void mm_bwd_inp(__global float* dinp, long dinp_off, __global const float* dout,
-                         long dout_off, __global const float* w, long w_off, int C, int OC,
-                         int lo) {
-    const int g = get_global_id(0);
-    const int bt = lo + g / C, i = g % C;
-    __global const float* d = dout + dout_off + (long)bt * OC;
-    float sum = 0.0f;
-    for (int oc = 0; oc < OC; ++oc) sum += w[w_off + (long)oc * C + i] * d[oc];
-    dinp[dinp_off + (long)bt * C + i] += sum;
-}
-__kernel void mm_bwd_w(__global float* dw, long dw_off, __global float* db, long db_off,
-                       __global const float* dout, long dout_off, __global const float* inp,
-                       long inp_off, int BT, int C, int OC, int olo) {
-    const int g = get_global_id(0);
-    const int oc = olo + g / C, i = g % C;
-    float sum = 0.0f;
-    for (int bt = 0; bt < BT; ++bt)
-        sum += dout[dout_off + (long)bt * OC + oc] * inp[inp_off + (long)bt * C + i];
-    dw[dw_off + (long)oc * C + i] += sum;
-    if (i == 0 && db_off >= 0) {
-        float s = 0.0f;
-        for (int bt = 0; bt < BT; ++bt) s += dout[dout_off + (long)bt * OC + oc];
-        db[db_off + oc] += s;
+#define FR 4  /* mm_fwd: rows per work-item */
+#define FQ 4  /* mm_fwd: output channels per work-item */
+#define IR 8  /* mm_bwd_inp: rows per work-item (16 input channels each) */
+#define WQ 8  /* mm_bwd_w: output channels per work-item (16 input channels each) */
+
+// out[bt][oc] = bias[oc] + dot(inp[bt], w[oc]): FR x FQ dot products over C, 8 lanes wide.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void mm_fwd(__global float* out, long out_off, __global const float* inp, long inp_off,
+            __global const float* w, long w_off, __global const float* bias, long bias_off,
+            int C, int OC, int lo, int hi, int olo, int ohi) {
+    const int oc0 = olo + FQ * (int)get_global_id(0), bt0 = lo + FR * (int)get_global_id(1);
+    __global const float* x[FR];
+    __global const float* wr[FQ];
+    for (int r = 0; r < FR; ++r) x[r] = inp + inp_off + (long)min(bt0 + r, hi - 1) * C;
+    for (int q = 0; q < FQ; ++q) wr[q] = w + w_off + (long)min(oc0 + q, ohi - 1) * C;
+    float8 acc[FR][FQ];
+    for (int r = 0; r < FR; ++r)
+        for (int q = 0; q < FQ; ++q) acc[r][q] = (float8)(0.0f);
+    int i = 0;
+    for (; i + 8 <= C; i += 8) {
+        float8 xv[FR], wv[FQ];
+        for (int r = 0; r < FR; ++r) xv[r] = vload8(0, x[r] + i);
+        for (int q = 0; q < FQ; ++q) wv[q] = vload8(0, wr[q] + i);
+        for (int r = 0; r < FR; ++r)
+            for (int q = 0; q < FQ; ++q) acc[r][q] = fma(xv[r], wv[q], acc[r][q]);
     }
+    for (int r = 0; r < FR; ++r)
+        for (int q = 0; q < FQ; ++q) {
+            const float4 h4 = acc[r][q].lo + acc[r][q].hi;
+            const float2 h2 = h4.lo + h4.hi;
+            float sum = h2.x + h2.y;
+            for (int j = i; j < C; ++j) sum += x[r][j] * wr[q][j];
+            if (bt0 + r < hi && oc0 + q < ohi)
+                out[out_off + (long)(bt0 + r) * OC + oc0 + q] =
+                    bias_off >= 0 ? sum + bias[bias_off + oc0 + q] : sum;
+        }
+}
+
+// dinp[bt][i] += sum over oc of w[oc][i] * dout[bt][oc]: IR rows x 16 channels of i.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void mm_bwd_inp(__global float* dinp, long dinp_off, __global const float* dout, long dout_off,
+                __global const float* w, long w_off, int C, int OC, int lo, int hi) {
+    const int i0 = 16 * (int)get_global_id(0), bt0 = lo + IR * (int)get_global_id(1);
+    __global const float* d[IR];
+    for (int r = 0; r < IR; ++r) d[r] = dout + dout_off + (long)min(bt0 + r, hi - 1) * OC;
+    __global const float* wc = w + w_off + i0;
+    if (i0 + 16 <= C) {
+        float16 acc[IR];
+        for (int r = 0; r < IR; ++r) acc[r] = (float16)(0.0f);
+        for (int oc = 0; oc < OC; ++oc) {
+            const float16 wv = vload16(0, wc + (long)oc * C);
+            for (int r = 0; r < IR; ++r) acc[r] = fma(wv, (float16)(d[r][oc]), acc[r]);
+        }
+        for (int r = 0; r < IR; ++r)
+            if (bt0 + r < hi) {
+                __global float* p = dinp + dinp_off + (long)(bt0 + r) * C + i0;
+                vstore16(vload16(0, p) + acc[r], 0, p);
+            }
+        return;
+    }
+    for (int r = 0; r < IR && bt0 + r < hi; ++r)
+        for (int i = i0; i < C; ++i) {
+            float sum = 0.0f;
+            for (int oc = 0; oc < OC; ++oc) sum += w[w_off + (long)oc * C + i] * d[r][oc];
+            dinp[dinp_off + (long)(bt0 + r) * C + i] += sum;
+        }
+}
+
+// dw[oc][i] += sum over bt of dout[bt][oc] * inp[bt][i]: WQ channels x 16 channels of i;
+// the work-items at i = 0 also add up dbias.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void mm_bwd_w(__global float* dw, long dw_off, __global float* db, long db_off,
+              __global const float* dout, long dout_off, __global const float* inp,
+              long inp_off, int BT, int C, int OC, int olo, int ohi) {
+    const int i0 = 16 * (int)get_global_id(0), oc0 = olo + WQ * (int)get_global_id(1);
+    int oc[WQ];
+    for (int q = 0; q < WQ; ++q) oc[q] = min(oc0 + q, ohi - 1);
+    __global const float* g = dout + dout_off;
+    __global const float* x = inp + inp_off + i0;
+    if (i0 + 16 <= C) {
+        float16 acc[WQ];
+        for (int q = 0; q < WQ; ++q) acc[q] = (float16)(0.0f);
+        for (int bt = 0; bt < BT; ++bt) {
+            const float16 xv = vload16(0, x + (long)bt * C);
+            for (int q = 0; q < WQ; ++q)
+                acc[q] = fma((float16)(g[(long)bt * OC + oc[q]]), xv, acc[q]);
+        }
+        for (int q = 0; q < WQ; ++q)
+            if (oc0 + q < ohi) {
+                __global float* p = dw + dw_off + (long)(oc0 + q) * C + i0;
+                vstore16(vload16(0, p) + acc[q], 0, p);
+            }
+    } else {
+        for (int q = 0; q < WQ && oc0 + q < ohi; ++q)
+            for (int i = i0; i < C; ++i) {
+                float sum = 0.0f;
+                for (int bt = 0; bt < BT; ++bt)
+                    sum += g[(long)bt * OC + oc[q]] * inp[inp_off + (long)bt * C + i];
+                dw[dw_off + (long)oc[q] * C + i] += sum;
+            }
+    }
+    if (i0 == 0 && db_off >= 0)
+        for (int q = 0; q < WQ && oc0 + q < ohi; ++q) {
+            float s = 0.0f;
+            for (int bt = 0; bt < BT; ++bt) s += g[(long)bt * OC + oc[q]];
+            db[db_off + oc[q]] += s;
+        }
 }
 )CLC";
 
@@ -83,24 +159,24 @@ class OclMatmul final : public Matmul {
         std::unique_lock lock(mu_);
         int a = 0;
         arg(fwd_, a, out).arg(fwd_, a, inp).arg(fwd_, a, w).arg_or_none(fwd_, a, bias, w);
-        fwd_.arg(8, C).arg(9, OC).arg(10, lo).arg(11, olo).arg(12, ohi - olo);
-        launch(lock, fwd_, static_cast<std::size_t>(hi - lo) * (ohi - olo));
+        fwd_.arg(8, C).arg(9, OC).arg(10, lo).arg(11, hi).arg(12, olo).arg(13, ohi);
+        launch(lock, fwd_, tiles(ohi - olo, 4), tiles(hi - lo, 4));
     }
     void backward_input(float* dinp, const float* dout, const float* w, int C, int OC, int lo,
                         int hi) override {
         std::unique_lock lock(mu_);
         int a = 0;
         arg(bin_, a, dinp).arg(bin_, a, dout).arg(bin_, a, w);
-        bin_.arg(6, C).arg(7, OC).arg(8, lo);
-        launch(lock, bin_, static_cast<std::size_t>(hi - lo) * C);
+        bin_.arg(6, C).arg(7, OC).arg(8, lo).arg(9, hi);
+        launch(lock, bin_, tiles(C, 16), tiles(hi - lo, 8));
     }
     void backward_weight(float* dw, float* dbias, const float* dout, const float* inp, int BT,
                          int C, int OC, int olo, int ohi) override {
         std::unique_lock lock(mu_);
         int a = 0;
         arg(bw_, a, dw).arg_or_none(bw_, a, dbias, dw).arg(bw_, a, dout).arg(bw_, a, inp);
-        bw_.arg(8, BT).arg(9, C).arg(10, OC).arg(11, olo);
-        launch(lock, bw_, static_cast<std::size_t>(ohi - olo) * C);
+        bw_.arg(8, BT).arg(9, C).arg(10, OC).arg(11, olo).arg(12, ohi);
+        launch(lock, bw_, tiles(C, 16), tiles(ohi - olo, 8));
     }
 
   private:
@@ -123,8 +199,15 @@ class OclMatmul final : public Matmul {
         k.arg(a - 1, static_cast<cl_long>(-1));
         return *this;
     }
-    void launch(std::unique_lock<std::mutex>& lock, const bench::Kernel& k, std::size_t n) {
-        cl_event done = cl_.enqueue(k, 0, n);
+    // Tiles of `per` covering n (the kernels' FR, FQ, IR, WQ and 16-channel widths).
+    static std::size_t tiles(int n, int per) {
+        return static_cast<std::size_t>((n + per - 1) / per);
+    }
+    // A 2-D range of 1-item work-groups (the kernels' reqd_work_group_size).
+    void launch(std::unique_lock<std::mutex>& lock, const bench::Kernel& k, std::size_t n0,
+                std::size_t n1) {
+        const std::size_t global[2] = {n0, n1}, local[2] = {1, 1};
+        cl_event done = cl_.enqueue2d(k, global, local);
         lock.unlock(); // arguments are captured at enqueue
         bench::OclContext::wait(done);
     }
