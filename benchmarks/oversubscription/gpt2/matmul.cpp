@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace gpt2 {
@@ -32,11 +33,14 @@ class CppMatmul final : public Matmul {
 // whatever PoCL's work-item loop vectoriser makes of it; 1-item work-groups leave no
 // work-item loop around the tile. Tiles past a piece's edge read its last row or channel
 // again and store nothing. The backward kernels add each element's terms in the old order.
-const char* const kSource = R"CLC(
-#define FR 4  /* mm_fwd: rows per work-item */
-#define FQ 4  /* mm_fwd: output channels per work-item */
-#define IR 8  /* mm_bwd_inp: rows per work-item (16 input channels each) */
-#define WQ 8  /* mm_bwd_w: output channels per work-item (16 input channels each) */
+// The tile sizes, defined for the kernels from here so the host's ranges match them.
+constexpr int kFwdRows = 4;    // FR: mm_fwd rows per work-item
+constexpr int kFwdOut = 4;     // FQ: mm_fwd output channels per work-item
+constexpr int kBwdInpRows = 8; // IR: mm_bwd_inp rows per work-item
+constexpr int kBwdWOut = 8;    // WQ: mm_bwd_w output channels per work-item
+constexpr int kChannels = 16;  // backward kernels' input channels per work-item: their float16
+
+const char* const kBody = R"CLC(
 
 // out[bt][oc] = bias[oc] + dot(inp[bt], w[oc]): FR x FQ dot products over C, 8 lanes wide.
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -143,10 +147,16 @@ void mm_bwd_w(__global float* dw, long dw_off, __global float* db, long db_off,
 }
 )CLC";
 
+std::string kernel_source() {
+    return "#define FR " + std::to_string(kFwdRows) + "\n#define FQ " + std::to_string(kFwdOut) +
+           "\n#define IR " + std::to_string(kBwdInpRows) + "\n#define WQ " +
+           std::to_string(kBwdWOut) + "\n" + kBody;
+}
+
 class OclMatmul final : public Matmul {
   public:
     OclMatmul(const Region* regions, int count)
-        : cl_(kSource), fwd_(cl_.kernel("mm_fwd")), bin_(cl_.kernel("mm_bwd_inp")),
+        : cl_(kernel_source()), fwd_(cl_.kernel("mm_fwd")), bin_(cl_.kernel("mm_bwd_inp")),
           bw_(cl_.kernel("mm_bwd_w")) {
         for (int i = 0; i < count; ++i) {
             regions_.push_back(regions[i]);
@@ -160,7 +170,7 @@ class OclMatmul final : public Matmul {
         int a = 0;
         arg(fwd_, a, out).arg(fwd_, a, inp).arg(fwd_, a, w).arg_or_none(fwd_, a, bias, w);
         fwd_.arg(8, C).arg(9, OC).arg(10, lo).arg(11, hi).arg(12, olo).arg(13, ohi);
-        launch(lock, fwd_, tiles(ohi - olo, 4), tiles(hi - lo, 4));
+        launch(lock, fwd_, tiles(ohi - olo, kFwdOut), tiles(hi - lo, kFwdRows));
     }
     void backward_input(float* dinp, const float* dout, const float* w, int C, int OC, int lo,
                         int hi) override {
@@ -168,7 +178,7 @@ class OclMatmul final : public Matmul {
         int a = 0;
         arg(bin_, a, dinp).arg(bin_, a, dout).arg(bin_, a, w);
         bin_.arg(6, C).arg(7, OC).arg(8, lo).arg(9, hi);
-        launch(lock, bin_, tiles(C, 16), tiles(hi - lo, 8));
+        launch(lock, bin_, tiles(C, kChannels), tiles(hi - lo, kBwdInpRows));
     }
     void backward_weight(float* dw, float* dbias, const float* dout, const float* inp, int BT,
                          int C, int OC, int olo, int ohi) override {
@@ -176,7 +186,7 @@ class OclMatmul final : public Matmul {
         int a = 0;
         arg(bw_, a, dw).arg_or_none(bw_, a, dbias, dw).arg(bw_, a, dout).arg(bw_, a, inp);
         bw_.arg(8, BT).arg(9, C).arg(10, OC).arg(11, olo).arg(12, ohi);
-        launch(lock, bw_, tiles(C, 16), tiles(ohi - olo, 8));
+        launch(lock, bw_, tiles(C, kChannels), tiles(ohi - olo, kBwdWOut));
     }
 
   private:
@@ -199,7 +209,7 @@ class OclMatmul final : public Matmul {
         k.arg(a - 1, static_cast<cl_long>(-1));
         return *this;
     }
-    // Tiles of `per` covering n (the kernels' FR, FQ, IR, WQ and 16-channel widths).
+    // Tiles of `per` covering n.
     static std::size_t tiles(int n, int per) {
         return static_cast<std::size_t>((n + per - 1) / per);
     }
