@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <pthread.h>
 #include <sched.h>
 
 namespace coexec::test {
@@ -19,13 +21,24 @@ struct Occupancy {
     std::atomic<long> samples;
 
     void compute(std::chrono::microseconds d) {
+        // coexec's preemption signal waits until the slot is given back: a
+        // thread preempted inside this section waits in the handler for a
+        // CPU, not running, while its slot would still claim the old CPU
+        // (a false violation once a loaded machine delays a holder past its
+        // quantum plus scheduler.preempt_after_ns).
+        sigset_t preempt, old;
+        sigemptyset(&preempt);
+        sigaddset(&preempt, SIGURG);
+        pthread_sigmask(SIG_BLOCK, &preempt, &old);
         int cpu = sched_getcpu();
-        if (cpu < 0 || cpu >= 256) return;
-        if (cpu != nosv_get_current_system_cpu()) wrong_cpu++;
-        if (on_cpu[cpu].fetch_add(1) != 0) violations++;
-        samples++;
-        spin(d);
-        on_cpu[cpu].fetch_sub(1);
+        if (cpu >= 0 && cpu < 256) {
+            if (cpu != nosv_get_current_system_cpu()) wrong_cpu++;
+            if (on_cpu[cpu].fetch_add(1) != 0) violations++;
+            samples++;
+            spin(d);
+            on_cpu[cpu].fetch_sub(1);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     static void spin(std::chrono::microseconds d) {
         auto end = std::chrono::steady_clock::now() + d;
