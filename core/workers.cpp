@@ -2,6 +2,7 @@
 // it, and holds it idle or gives it away when there are none.
 #include "runtime.hpp"
 
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 #include <utility>
@@ -21,6 +22,10 @@ void Runtime::worker_main(ThreadContext& self) {
     RuntimeSection section; // a worker is in coexec but for its task bodies
     this_thread_context() = &self;
     sched().set_tid(self.slot, ::gettid());
+    // A task sees the process's mask, not the CPU the worker is pinned to.
+    self.affinity.tid = ::gettid();
+    self.affinity.pthread = pthread_self();
+    affinity_.add(self.affinity, process_mask_);
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
     while (wait_for_cpu(self) != kNone) {
         // A fresh grant runs this process's work before any new decision:
@@ -54,6 +59,7 @@ void Runtime::worker_main(ThreadContext& self) {
         }
         if (stopping()) break;
     }
+    affinity_.remove(self.affinity, AffinityRegistry::Restore::no);
     workers_.finish(self);
 }
 
