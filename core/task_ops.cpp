@@ -197,26 +197,27 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     if (label) ctx->attach_type->label = label;
     nosv_task* t = new_task(ctx->attach_type.get(), 0);
     if (!t) return NOSV_ERR_OUT_OF_MEMORY;
-    WakeList wakes;
-    {
-        auto lock = sched().lock(wakes);
-        ctx->slot = sched().alloc_thread(proc(), ::gettid(), label ? label : "attached",
-                                         ThreadState::Waiting, keeps_affinity);
-    }
-    wakes.flush(*segment());
-    if (ctx->slot == kNone) {
-        delete_task(t);
-        return NOSV_ERR_OUT_OF_MEMORY;
-    }
-    if (affinity) t->affinity = *affinity;
     // From here on the thread shows the mask it has now (the kernel's: the
-    // system call, not libcoexec's own sched_getaffinity), before any CPU
-    // is granted and pins it.
+    // system call, not libcoexec's own sched_getaffinity). Listed before its
+    // tid is in the segment, where granters find it to pin it.
     ctx->affinity.tid = ::gettid();
     ctx->affinity.pthread = pthread_self();
     cpu_set_t own;
     if (!scheduler::kernel_own_affinity(own)) own = process_mask_;
     affinity_.add(ctx->affinity, own);
+    WakeList wakes;
+    {
+        auto lock = sched().lock(wakes);
+        ctx->slot = sched().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
+                                         ThreadState::Waiting, keeps_affinity);
+    }
+    wakes.flush(*segment());
+    if (ctx->slot == kNone) {
+        affinity_.remove(ctx->affinity, AffinityRegistry::Restore::no);
+        delete_task(t);
+        return NOSV_ERR_OUT_OF_MEMORY;
+    }
+    if (affinity) t->affinity = *affinity;
     t->thread = ctx.get();
     t->state.store(TaskState::Ready, rel);
     ctx->current = t;
