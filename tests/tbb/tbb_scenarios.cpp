@@ -27,8 +27,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <set>
-#include <sys/syscall.h>
 #include <string>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
