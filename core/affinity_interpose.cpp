@@ -88,9 +88,9 @@ bool target_of(const pthread_t& thread, Target& t) {
 int fill_visible(pid_t tid, const cpu_set_t& shown, size_t size, cpu_set_t* mask) {
     if (!mask) return EFAULT;
     // The kernel itself judges the size, for this very thread. It writes at
-    // most a cpu_set_t here (the registry is enabled only then), and a size
-    // beyond one is too small for no kernel that fits one, so only its
-    // alignment is left to check.
+    // most a cpu_set_t here (the registry is enabled only when its masks
+    // fit one), so a larger size is never too small: only its alignment is
+    // left to check.
     if (size > sizeof(cpu_set_t) && size % sizeof(long) != 0) return EINVAL;
     cpu_set_t scratch;
     const long n = scheduler::kernel_get_affinity(
