@@ -247,9 +247,8 @@ COEXEC_API int nosv_detach(nosv_flags_t flags) {
         --self->attach_nesting; // an inner attach: the thread stays attached
         return NOSV_SUCCESS;
     }
-    // A thread that kept its affinity has nothing to restore (and may have
-    // changed it itself since).
-    return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY) && !self->keeps_affinity);
+    // Runtime::detach decides for a thread that kept its affinity.
+    return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY));
 }
 
 // ---- getters and setters (invalid handles give neutral values) -------

@@ -1,6 +1,7 @@
 #include "cpu_binding.hpp"
 
-#include <pthread.h>
+#include "scheduler/kernel_affinity.hpp"
+
 #include <sched.h>
 #include <utility>
 
@@ -10,8 +11,8 @@ using namespace coexec::shm;
 using scheduler::KeepWord;
 using scheduler::WakeList;
 
-CpuBinding::CpuBinding(scheduler::SharedScheduler& sched)
-    : sched_(sched), kept_seen_(size_t(sched.cpu_count())) {}
+CpuBinding::CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity)
+    : sched_(sched), affinity_(affinity), kept_seen_(size_t(sched.cpu_count())) {}
 
 void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
@@ -31,9 +32,10 @@ void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     // per grant. When the kernel has put it elsewhere, pin it: left alone it
     // may share a CPU with another coexec thread for milliseconds.
     if (sched_getcpu() == system_cpu) return;
-    if (!self.pinned)
-        self.pinned =
-            pthread_getaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask) == 0;
+    // The mask unpin() restores: the kernel's now (the thread's own), unless
+    // the thread was given one meanwhile that it has not applied yet.
+    if (!self.pinned) affinity_.capture_kernel(self.affinity);
+    self.pinned = true;
     pin_self(system_cpu);
 }
 
@@ -41,7 +43,7 @@ void CpuBinding::pin_self(int32_t system_cpu) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(system_cpu, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    scheduler::kernel_set_affinity(0, sizeof one, &one);
 }
 
 void CpuBinding::forget(ThreadContext& self) {
@@ -50,8 +52,9 @@ void CpuBinding::forget(ThreadContext& self) {
 }
 
 void CpuBinding::unpin(ThreadContext& self) {
-    if (!std::exchange(self.pinned, false)) return;
-    pthread_setaffinity_np(pthread_self(), sizeof self.own_mask, &self.own_mask);
+    // Other threads keep coexec's binding until detach.
+    if (!self.keeps_affinity) return;
+    affinity_.leave_cpu(self.affinity, std::exchange(self.pinned, false));
 }
 
 void CpuBinding::keep(ThreadContext& self) {

@@ -3,6 +3,7 @@
 // (coexec_keep_cpu, coexec_lend_cpu).
 #pragma once
 
+#include "core/affinity.hpp"
 #include "core/thread_context.hpp"
 #include "scheduler/shared_scheduler.hpp"
 
@@ -13,7 +14,7 @@ namespace coexec::core {
 
 class CpuBinding {
   public:
-    explicit CpuBinding(scheduler::SharedScheduler& sched);
+    CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity);
 
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere.
@@ -22,7 +23,7 @@ class CpuBinding {
     // view): the next bind_to() sets the kernel affinity, whatever it was.
     void forget(ThreadContext& self);
     // Before a thread that keeps its affinity runs code of its own: undoes
-    // what bind_to() pinned.
+    // what bind_to() pinned, and applies a mask set while it held its CPU.
     void unpin(ThreadContext& self);
 
     // The caller keeps its CPU while it runs code of its own, until a
@@ -46,12 +47,13 @@ class CpuBinding {
 
   private:
     // Runs the calling thread on kernel CPU `system_cpu` only, migrating it
-    // there before returning.
+    // there before returning (the system call: see kernel_affinity.hpp).
     static void pin_self(int32_t system_cpu);
     bool reclaim_kept(ThreadContext& self);
     bool reclaim_lent(ThreadContext& self);
 
     scheduler::SharedScheduler& sched_;
+    AffinityRegistry& affinity_;
     struct KeptSighting {
         int32_t thread = shm::kNone;
         scheduler::KeepWord word;

@@ -1,6 +1,7 @@
 // Joining and leaving the shared instance, and the process's monitor.
 #include "runtime.hpp"
 
+#include "scheduler/kernel_affinity.hpp"
 #include "shm/clock.hpp"
 
 #include <cstdio>
@@ -68,10 +69,18 @@ int Runtime::init(bool quiet) {
     }
     static std::once_flag fork_handler;
     std::call_once(fork_handler, [] {
-        pthread_atfork(nullptr, nullptr, [] {
-            instance_.store(nullptr, std::memory_order_relaxed);
-            forget_after_fork();
-        });
+        // The affinity registry's mutex is held across fork(), so that the
+        // child's copy of the list is whole (the registry exists from here on).
+        AffinityRegistry::instance();
+        pthread_atfork([] { AffinityRegistry::instance().before_fork(); },
+                       [] { AffinityRegistry::instance().after_fork_parent(); },
+                       [] {
+                           ThreadContext* self = this_thread_context();
+                           AffinityRegistry::instance().after_fork_child(self ? &self->affinity
+                                                                              : nullptr);
+                           instance_.store(nullptr, std::memory_order_relaxed);
+                           forget_after_fork();
+                       });
     });
     std::unique_ptr<Runtime> rt(new Runtime);
     int rc = rt->start(quiet);
@@ -109,7 +118,12 @@ int Runtime::start(bool quiet) {
         fail_reason(why, quiet);
         return rc;
     }
-    binding_.emplace(sched());
+    // Workers show the mask of the thread that started coexec (the whole
+    // machine, usually), not the one CPU they are pinned to.
+    if (!scheduler::kernel_own_affinity(process_mask_))
+        for (int id : cpu_system_ids())
+            CPU_SET(size_t(id), &process_mask_);
+    binding_.emplace(sched(), affinity_);
     queue_ = std::make_unique<ReadyQueue>(segment()->procs[proc()], cpu_count(), numa_count());
     external_type_.label = "attached";
     external_type_.external = true;
@@ -179,6 +193,9 @@ void Runtime::stop() {
     monitor_.join();
     workers_.stop_all();
     member_.leave();
+    // Threads still attached now (the program never detached them) show
+    // their kernel affinity from here on.
+    affinity_.clear();
 }
 
 Runtime::~Runtime() = default;

@@ -3,6 +3,7 @@
 //   WorkerPool   its worker threads (worker_pool.*);
 //   IdlePolicy   what a worker does with a CPU it has no work for;
 //   CpuBinding   kernel affinity, and CPUs kept or lent outside coexec;
+//   AffinityRegistry  the masks managed threads show (affinity.hpp);
 //   Preemption   the safety net for holders that never yield.
 // Runtime itself keeps the process's ready queue and tasks, and the
 // scheduling points: how a thread leaves its CPU (scheduling.cpp), the task
@@ -10,6 +11,7 @@
 // (workers.cpp). Every change to the segment goes through the scheduler.
 #pragma once
 
+#include "core/affinity.hpp"
 #include "core/config.hpp"
 #include "core/cpu_binding.hpp"
 #include "core/idle_policy.hpp"
@@ -84,7 +86,9 @@ class Runtime {
     friend class IdlePolicy;
     friend class Preemption;
 
-    Runtime() : idle_(*this), workers_(*this), preemption_(*this) {}
+    Runtime()
+        : affinity_(AffinityRegistry::instance()), idle_(*this), workers_(*this),
+          preemption_(*this) {}
     int start(bool quiet);
     // Reports why start() fails (printed unless quiet) and keeps it.
     void fail_reason(const std::string& why, bool quiet);
@@ -160,6 +164,11 @@ class Runtime {
     static std::atomic<Runtime*> instance_;
 
     Config config_;
+    // Outlives the runtime (see AffinityRegistry); the runtime lists its
+    // threads there while they are managed.
+    AffinityRegistry& affinity_;
+    // The mask workers show: the init thread's at nosv_init.
+    cpu_set_t process_mask_{};
     Membership member_;
     std::optional<CpuBinding> binding_; // made once the segment is joined
     IdlePolicy idle_;

@@ -2,6 +2,7 @@
 // schedpoint, attach/detach and the block extension.
 #include "runtime.hpp"
 
+#include "scheduler/kernel_affinity.hpp"
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 
@@ -190,21 +191,29 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     auto ctx = std::make_unique<ThreadContext>();
     ctx->attached = true;
     ctx->keeps_affinity = keeps_affinity;
-    pthread_getaffinity_np(pthread_self(), sizeof ctx->original_mask, &ctx->original_mask);
     // Each attached thread's task has a type of its own, so that the type's
     // label is the attach label (as nosv_get_task_type_label reports it).
     ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
     if (label) ctx->attach_type->label = label;
     nosv_task* t = new_task(ctx->attach_type.get(), 0);
     if (!t) return NOSV_ERR_OUT_OF_MEMORY;
+    // From here on the thread shows the mask it has now (the kernel's: the
+    // system call, not libcoexec's own sched_getaffinity). Listed before its
+    // tid is in the segment, where granters find it to pin it.
+    ctx->affinity.tid = ::gettid();
+    ctx->affinity.pthread = pthread_self();
+    cpu_set_t own;
+    if (!scheduler::kernel_own_affinity(own)) own = process_mask_;
+    affinity_.add(ctx->affinity, own);
     WakeList wakes;
     {
         auto lock = sched().lock(wakes);
-        ctx->slot = sched().alloc_thread(proc(), ::gettid(), label ? label : "attached",
+        ctx->slot = sched().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
                                          ThreadState::Waiting, keeps_affinity);
     }
     wakes.flush(*segment());
     if (ctx->slot == kNone) {
+        affinity_.remove(ctx->affinity, AffinityRegistry::Restore::no);
         delete_task(t);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
@@ -234,9 +243,15 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
         sched().release_thread(self.slot, wakes);
     }
     wakes.flush(*segment());
-    if (restore_affinity)
-        pthread_setaffinity_np(pthread_self(), sizeof self.original_mask, &self.original_mask);
-    binding_->unpin(self);
+    // The remembered mask: the one the thread had at attach, or the last it
+    // set since. A thread that keeps its affinity gets it back only when
+    // coexec pinned it or a set is pending, whatever the flags say.
+    using Restore = AffinityRegistry::Restore;
+    const Restore how =
+        self.keeps_affinity
+            ? (std::exchange(self.pinned, false) ? Restore::yes : Restore::if_changed)
+            : (restore_affinity ? Restore::yes : Restore::no);
+    affinity_.remove(self.affinity, how);
     delete_task(t);
     this_thread_context() = nullptr;
     delete &self;
@@ -247,8 +262,9 @@ int Runtime::block_enter(ThreadContext& self) {
     if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     step_out(self);
     // Outside coexec the thread may change its own affinity: bind again on
-    // the next grant.
+    // the next grant. A mask it sets itself meanwhile goes to the kernel.
     binding_->forget(self);
+    self.own_affinity_applies = true;
     WakeList wakes;
     leave_cpu(self, Leaving::Block, wakes);
     wakes.flush(*segment(), self.slot);
@@ -262,6 +278,9 @@ int Runtime::lend_cpu(ThreadContext& self) {
     if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
     step_out(self);
     binding_->lend(self);
+    // Still bound to its CPU: only a thread that keeps its affinity runs
+    // with its own, and may change it, outside coexec.
+    self.own_affinity_applies = self.keeps_affinity;
     return NOSV_SUCCESS;
 }
 
@@ -271,6 +290,7 @@ int Runtime::keep_cpu(ThreadContext& self) {
     if (self.immediate || self.has_batch()) return block_enter(self);
     step_out(self);
     binding_->keep(self);
+    self.own_affinity_applies = self.keeps_affinity; // as for lend_cpu
     return NOSV_SUCCESS;
 }
 
@@ -282,6 +302,8 @@ void Runtime::step_out(ThreadContext& self) {
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
     if (t->state.load(acq) != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
+    // Back in coexec, which binds the thread: a mask it sets is remembered.
+    self.own_affinity_applies = false;
     // The cheap way back: no hand-off, no wake-up.
     if (binding_->reclaim(self)) {
         workers_.unblocked(self);

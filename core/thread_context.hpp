@@ -1,6 +1,7 @@
 // What coexec knows about one of its threads, private to the process.
 #pragma once
 
+#include "core/affinity.hpp"
 #include "core/task.hpp"
 #include "scheduler/keep_word.hpp"
 #include "shm/layout.hpp"
@@ -33,9 +34,13 @@ struct ThreadContext {
     int attach_nesting = 0;           // nested nosv_attach calls a nosv_detach undoes first
     nosv_task* attach_task = nullptr; // an attached thread's own task
     bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
-    bool pinned = false;              // such a thread, pinned by bind_to(); own mask below
-    cpu_set_t own_mask{};
-    cpu_set_t original_mask{};                   // restored by detach
+    bool pinned = false;              // such a thread, pinned by bind_to()
+    // The thread is outside coexec (coexec_block_enter, or a thread that
+    // keeps its affinity after coexec_lend_cpu/keep_cpu): a mask it sets
+    // itself goes to the kernel too. Only the thread reads and writes it.
+    bool own_affinity_applies = false;
+    // The mask the thread shows (sched_getaffinity & co.), restored by detach.
+    AffinityRecord affinity;
     std::unique_ptr<nosv_task_type> attach_type; // carries the attach label
     std::thread thread;                          // workers only
 };

@@ -2,6 +2,7 @@
 // it, and holds it idle or gives it away when there are none.
 #include "runtime.hpp"
 
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 #include <utility>
@@ -20,7 +21,12 @@ void Runtime::show_label(ThreadContext& self, const nosv_task_type* type) {
 void Runtime::worker_main(ThreadContext& self) {
     RuntimeSection section; // a worker is in coexec but for its task bodies
     this_thread_context() = &self;
-    sched().set_tid(self.slot, ::gettid());
+    // A task sees the process's mask, not the CPU the worker is pinned to.
+    // Listed before its tid is published: from then on granters may pin it.
+    self.affinity.tid = ::gettid();
+    self.affinity.pthread = pthread_self();
+    affinity_.add(self.affinity, process_mask_);
+    sched().set_tid(self.slot, self.affinity.tid);
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
     while (wait_for_cpu(self) != kNone) {
         // A fresh grant runs this process's work before any new decision:
@@ -54,6 +60,7 @@ void Runtime::worker_main(ThreadContext& self) {
         }
         if (stopping()) break;
     }
+    affinity_.remove(self.affinity, AffinityRegistry::Restore::no);
     workers_.finish(self);
 }
 

@@ -164,17 +164,26 @@ int nosv_task_had_events(nosv_task_t task);
 
 /* Turns the calling thread into a task (stored in *task). Blocks until the
  * scheduler grants a CPU, then binds the thread to it. `affinity` may be NULL.
+ * The binding is hidden: while attached, sched_getaffinity and
+ * pthread_getaffinity_np (from this thread or another one of the process)
+ * show the mask the thread had before attach, and sched_setaffinity /
+ * pthread_setaffinity_np remember a new mask without moving the thread. A
+ * worker running a task shows the mask of the thread that called nosv_init.
+ * This needs libcoexec before libc in the lookup order (-lnosv, -lcoexec or
+ * LD_PRELOAD); see docs/affinity.md.
  * `label` names the thread in `coexec top` (copied; NULL means "attached").
  * Returns NOSV_ERR_OUT_OF_MEMORY when the segment has no free thread slot. */
 int nosv_attach(nosv_task_t *task, nosv_affinity_t *affinity, const char *label,
                 nosv_flags_t flags);
 
 #define NOSV_DETACH_NONE __ZEROBITS
-/* Keep the CPU binding instead of restoring the thread's original affinity. */
+/* Keep the CPU binding instead of restoring the thread's affinity: the one
+ * it had at attach, or the last one set since (see nosv_attach). */
 #define NOSV_DETACH_NO_RESTORE_AFFINITY __BIT(0)
 #define NOSV_DETACH_INSTRUMENT __BIT(1)
 
-/* Gives the CPU back and ends the attached task of the calling thread. */
+/* Gives the CPU back and ends the attached task of the calling thread, whose
+ * kernel affinity becomes the mask it showed while attached. */
 int nosv_detach(nosv_flags_t flags);
 
 /* ---- Getters and setters ---------------------------------------------- */

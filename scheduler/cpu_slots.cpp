@@ -2,6 +2,7 @@
 // and the kernel affinity that follows them.
 #include "shared_scheduler.hpp"
 
+#include "scheduler/kernel_affinity.hpp"
 #include "shm/clock.hpp"
 
 #include <cassert>
@@ -82,7 +83,7 @@ void SharedScheduler::bind_thread(int32_t t, int32_t c) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(s_.cpus[c].system_id, &set);
-    th.bound_cpu.store(sched_setaffinity(tid, sizeof set, &set) == 0 ? c : kNone, rlx);
+    th.bound_cpu.store(kernel_set_affinity(tid, sizeof set, &set) == 0 ? c : kNone, rlx);
 }
 
 void SharedScheduler::unbind_thread(int32_t t) {
@@ -93,7 +94,7 @@ void SharedScheduler::unbind_thread(int32_t t) {
     CPU_ZERO(&set);
     for (int32_t c = 0; c < cpu_count(); ++c)
         CPU_SET(s_.cpus[c].system_id, &set);
-    sched_setaffinity(tid, sizeof set, &set);
+    kernel_set_affinity(tid, sizeof set, &set);
     th.bound_cpu.store(kNone, rlx);
 }
 

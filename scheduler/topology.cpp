@@ -1,5 +1,7 @@
 #include "topology.hpp"
 
+#include "scheduler/kernel_affinity.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -41,9 +43,9 @@ int numa_of(hwloc_topology_t t, hwloc_obj_t pu) {
 }
 
 bool affinity_ids(std::vector<int>& ids, std::string& error) {
+    // The kernel's mask (not libcoexec's sched_getaffinity export).
     cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+    if (!kernel_own_affinity(set)) {
         error = "cannot read the process affinity mask";
         return false;
     }

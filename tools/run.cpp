@@ -99,6 +99,14 @@ bool set_loader_env(const RunOptions& o, const fs::path& lib) {
         lib_path = file.parent_path().string() + ":" + lib_path;
     }
     prepend_env("LD_LIBRARY_PATH", lib_path);
+    // libcoexec itself first: the adapters load it after libc, and then its
+    // sched_getaffinity & co. (a managed thread shows its own mask, not
+    // coexec's pinning; docs/affinity.md) would never be called.
+    if (fs::path core = lib / "libcoexec.so"; !preload.empty() && fs::exists(core)) {
+        std::string first = core.string();
+        first += ':';
+        preload.insert(0, first);
+    }
     if (!preload.empty()) prepend_env("LD_PRELOAD", preload);
     return true;
 }

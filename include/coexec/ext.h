@@ -14,14 +14,16 @@ extern "C" {
 /* A nosv_attach() flag for threads that also run application code (an
  * OpenMP root thread, say). Whenever such a thread is outside coexec (after
  * coexec_block_enter() or coexec_lend_cpu(), and after nosv_detach()) it runs
- * with the affinity it had chosen, and threads it creates inherit that. While
- * it holds a CPU it runs there: coexec pins it to that CPU only when the
- * kernel has it on another one. */
+ * with the affinity it had chosen, and threads it creates inherit that; a mask
+ * it sets there applies at once. While it holds a CPU it runs there: coexec
+ * pins it to that CPU only when the kernel has it on another one, and a mask
+ * set meanwhile is applied when it next leaves the CPU (docs/affinity.md). */
 #define COEXEC_ATTACH_KEEP_AFFINITY ((nosv_flags_t)1 << 31)
 
 /* Gives the calling task's CPU away before the thread blocks outside coexec
  * (in a condition variable, a join, a syscall). Until coexec_block_exit() the
- * task holds no CPU and is not ready. Only from a task; calls do not nest:
+ * task holds no CPU and is not ready, and a mask the thread sets on itself
+ * reaches the kernel too (the next grant binds it again). Only from a task; calls do not nest:
  * until coexec_block_exit() the thread is outside coexec, and this call,
  * coexec_lend_cpu(), coexec_keep_cpu(), the scheduling points and BLOCKING or
  * INLINE submits return NOSV_ERR_OUTSIDE_TASK. */
@@ -31,10 +33,10 @@ int coexec_block_enter(void);
  * may be short or may block: it stays bound to its CPU and runs there until
  * any process that needs a CPU takes it; from then on it may run on every
  * managed CPU. Ends with coexec_block_exit(), which is cheap (no hand-off, no
- * wake-up) when the CPU was not taken. The thread must not change its own
- * affinity meanwhile, unless it was attached with COEXEC_ATTACH_KEEP_AFFINITY
- * (then it runs with its own affinity throughout). Only from a task; calls
- * do not nest. */
+ * wake-up) when the CPU was not taken. Meanwhile the thread stays bound: a
+ * mask it sets is only remembered (for detach), unless it was attached with
+ * COEXEC_ATTACH_KEEP_AFFINITY (then it runs with its own affinity
+ * throughout). Only from a task; calls do not nest. */
 int coexec_lend_cpu(void);
 
 /* Like coexec_lend_cpu(), but the CPU stays the caller's while the thread

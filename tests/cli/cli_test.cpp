@@ -613,6 +613,23 @@ TEST_F(CliRun, PreloadsAreAddedInFrontOfExistingOnes) {
     EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH").find("openmp"), std::string::npos);
 }
 
+TEST_F(CliRun, LibcoexecIsPreloadedBeforeTheAdapters) {
+    // Preloaded first, libcoexec's affinity functions come before libc's
+    // (docs/affinity.md); the adapters alone would load it after libc.
+    std::ofstream(fs::path(lib()) / "libcoexec.so") << "";
+    add_adapter("tbb", "libirml.so.1");
+    Outcome o = run({"--tbb", "--", "/bin/sh", "-c", kShowLoaderEnv}, Env{{"LD_PRELOAD", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"),
+              lib() + "/libcoexec.so:" + lib() + "/coexec/tbb/libirml.so.1");
+    // Nothing preloaded without a preloaded adapter: a program linked with
+    // libcoexec has it before libc already.
+    fs::remove_all(fs::path(lib()) / "coexec" / "tbb");
+    o = run({"--", "/usr/bin/env"}, Env{{"LD_PRELOAD", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_PRELOAD"), "(unset)");
+}
+
 TEST_F(CliRun, AbsentAdapterIsAnError) {
     add_adapter("openmp", "libomp.so.5");
     Outcome o = run({"--tbb", "--", "/bin/true"});

@@ -11,8 +11,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <functional>
+#include <sched.h>
 #include <string>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -125,6 +127,16 @@ inline int run_member_killed_while_attached() {
         ::raise(SIGKILL);
         return 0;
     }));
+}
+
+// The kernel's affinity of thread `tid` (0: the caller), read with the
+// system call: libcoexec's sched_getaffinity & co. show a managed thread's
+// own mask instead (docs/affinity.md).
+inline cpu_set_t kernel_affinity(pid_t tid = 0) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    EXPECT_GT(::syscall(SYS_sched_getaffinity, tid, sizeof mask, &mask), 0);
+    return mask;
 }
 
 inline uint64_t now_ns() {

@@ -28,6 +28,7 @@
 #include <sched.h>
 #include <set>
 #include <string>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -227,20 +228,31 @@ int scenario_worker_identity() {
     std::atomic<int> attached{0};
     std::atomic<int> unattached{0};
     std::atomic<int> pinned{0};
+    std::atomic<int> see_process{0};
+    cpu_set_t process;
+    CPU_ZERO(&process);
+    sched_getaffinity(0, sizeof process, &process);
     oneapi::tbb::parallel_for(0, 200, [&](int) {
         spin_for(std::chrono::microseconds(500));
         if (pthread_equal(pthread_self(), main_thread)) return;
         const bool is_task = nosv_self != nullptr && nosv_self() != nullptr;
         (is_task ? attached : unattached).fetch_add(1, std::memory_order_relaxed);
+        // Pinned: the kernel's mask (the system call). What the worker
+        // sees: libc's call, which libcoexec answers when it comes first.
         cpu_set_t set;
-        if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1)
+        CPU_ZERO(&set);
+        if (syscall(SYS_sched_getaffinity, 0, sizeof set, &set) > 0 && CPU_COUNT(&set) == 1)
             pinned.fetch_add(1, std::memory_order_relaxed);
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_EQUAL(&set, &process))
+            see_process.fetch_add(1, std::memory_order_relaxed);
     });
     const char* kind = attached > 0 && unattached == 0   ? "coexec"
                        : attached == 0 && unattached > 0 ? "plain"
                                                          : "mixed-or-none";
-    std::printf("worker_identity %s pinned=%s\n", kind,
-                pinned == attached + unattached ? "all" : "not-all");
+    std::printf("worker_identity %s pinned=%s sees=%s\n", kind,
+                pinned == attached + unattached ? "all" : "not-all",
+                see_process == attached + unattached ? "process" : "not-all-process");
     return 0;
 }
 

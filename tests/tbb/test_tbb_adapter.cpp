@@ -112,9 +112,21 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, SameResult,
 TEST(TbbAdapter, WorkersAreCoexecThreadsPinnedToOneCpu) {
     if (usable_cpus() < 2) GTEST_SKIP() << "TBB starts no worker on one CPU";
     EXPECT_EQ(expect_success(run_scenario("worker_identity", native())),
-              "worker_identity plain pinned=not-all\n");
-    EXPECT_EQ(expect_success(run_scenario("worker_identity", adapted())),
-              "worker_identity coexec pinned=all\n");
+              "worker_identity plain pinned=not-all sees=process\n");
+    // libirml alone loads libcoexec after libc: the workers see their pin.
+    const std::string out = expect_success(run_scenario("worker_identity", adapted()));
+    EXPECT_EQ(out.rfind("worker_identity coexec pinned=all sees=", 0), 0u) << out;
+}
+
+// With libcoexec before libc (as `coexec run` preloads it), the workers,
+// pinned by coexec, show the process's mask (docs/affinity.md): a library
+// that sizes a pool from it inside TBB work sees the machine.
+TEST(TbbAdapter, PinnedWorkersShowTheProcessMaskWhenLibcoexecComesFirst) {
+    if (usable_cpus() < 2) GTEST_SKIP() << "TBB starts no worker on one CPU";
+    EnvChanges env = adapted();
+    env["LD_PRELOAD"] = std::string(COEXEC_LIB) + ":" + COEXEC_IRML;
+    EXPECT_EQ(expect_success(run_scenario("worker_identity", env)),
+              "worker_identity coexec pinned=all sees=process\n");
 }
 
 TEST(TbbAdapter, RunningWorkersNeverExceedManagedCpus) {
@@ -143,7 +155,7 @@ TEST(TbbAdapter, DisabledFallsBackToStockTbbWithOneLine) {
     const Outcome outcome = run_scenario("worker_identity", adapted({{"COEXEC_DISABLE", "1"}}));
     const std::string out = expect_success(outcome);
     if (usable_cpus() >= 2) {
-        EXPECT_EQ(out, "worker_identity plain pinned=not-all\n");
+        EXPECT_EQ(out, "worker_identity plain pinned=not-all sees=process\n");
     }
     EXPECT_EQ(count_lines(outcome.err), 1u) << outcome.err;
     EXPECT_NE(outcome.err.find("COEXEC_DISABLE"), std::string::npos) << outcome.err;
@@ -206,7 +218,7 @@ TEST(TbbAdapter, CoexecRunTbbHostsTheWorkers) {
     const Outcome outcome =
         run_command({COEXEC_CLI, "run", "--tbb", "--", TBB_SCENARIOS, "worker_identity"},
                     {{"LD_PRELOAD", std::nullopt}}, scenario_timeout);
-    EXPECT_EQ(expect_success(outcome), "worker_identity coexec pinned=all\n");
+    EXPECT_EQ(expect_success(outcome), "worker_identity coexec pinned=all sees=process\n");
 }
 
 // ---- Bad input ----------------------------------------------------------------
