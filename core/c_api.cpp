@@ -66,7 +66,7 @@ bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
 
 COEXEC_API int nosv_init(void) {
     RuntimeSection section;
-    return Runtime::init();
+    return Runtime::init(Runtime::InitOwner::Thread);
 }
 
 COEXEC_API int nosv_shutdown(void) {
@@ -357,7 +357,7 @@ COEXEC_API int coexec_is_active(void) {
 
 COEXEC_API int coexec_init_quiet(void) {
     RuntimeSection section;
-    return Runtime::init(true);
+    return Runtime::init(Runtime::InitOwner::Process, /*quiet=*/true);
 }
 
 COEXEC_API const char* coexec_last_error(void) {

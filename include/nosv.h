@@ -42,17 +42,23 @@ typedef uint64_t (*nosv_cost_function_t)(nosv_task_t);
 /* ---- Initialisation ---------------------------------------------------- */
 
 /* Joins the shared instance, creating the segment if needed. Calls nest: each
- * successful nosv_init() needs one nosv_shutdown(). Returns NOSV_ERR_UNKNOWN
+ * successful nosv_init() needs one nosv_shutdown(), from the same thread
+ * (several threads may each init and shut down). Returns NOSV_ERR_UNKNOWN
  * when the segment exists but is foreign or corrupt, and
  * NOSV_ERR_OUT_OF_MEMORY when the segment has no free process slot, or no
  * free thread slot for the process's first worker. */
 int nosv_init(void);
 
-/* Leaves the instance once the nesting count drops to zero: every worker
- * thread is joined and every CPU is handed back. Tasks still ready are
- * dropped; the caller must have waited for its work. The last shutdown from
- * a task running on a coexec worker returns NOSV_ERR_INVALID_OPERATION (a
- * worker cannot join itself) and leaves the count as it was. */
+/* Ends one nosv_init() of the calling thread, and leaves the instance once
+ * the nesting count drops to zero: every worker thread is joined and every
+ * CPU is handed back. Tasks still ready are dropped; the caller must have
+ * waited for its work. A thread with no nosv_init() of its own to end gets
+ * NOSV_ERR_INVALID_OPERATION and changes nothing (the threads that did init
+ * can still shut down), unless an adapter's coexec_init_quiet() is pending:
+ * that one belongs to the process and any thread may end it. The last
+ * shutdown from a task running on a coexec worker returns
+ * NOSV_ERR_INVALID_OPERATION too (a worker cannot join itself) and leaves
+ * the count as it was. NOSV_ERR_NOT_INITIALIZED when nothing is joined. */
 int nosv_shutdown(void);
 
 /* The task bound to the calling thread, or NULL outside a task. */
