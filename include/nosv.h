@@ -114,9 +114,14 @@ int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 /* End a nosv_waitfor() of the task early. */
 #define NOSV_SUBMIT_DEADLINE_WAKE __BIT(4)
 
-/* Makes `task` ready, or resumes it when it is paused. A submit that reaches
- * a running task before it pauses makes that pause return at once. Submitting
- * a task that is already ready returns NOSV_ERR_INVALID_OPERATION. A new task
+/* Makes `task` ready, or resumes it when it is paused. Submits count against
+ * pauses (nOS-V's blocking count): a submit that reaches a task that is not
+ * paused (ready, running, sleeping in nosv_waitfor, blocked) is kept, and
+ * each one kept makes one later nosv_pause() of the task return at once; a
+ * task may so be submitted several times before it pauses again. Submits
+ * still kept when the task's body ends are dropped, and a completed task may
+ * be submitted again (it runs anew). A task whose body ended but whose
+ * events are pending is not complete: NOSV_ERR_INVALID_OPERATION. A new task
  * when every worker of the process is blocked and the segment has no free
  * thread slot for another returns NOSV_ERR_OUT_OF_MEMORY. */
 int nosv_submit(nosv_task_t task, nosv_flags_t flags);
@@ -124,7 +129,8 @@ int nosv_submit(nosv_task_t task, nosv_flags_t flags);
 #define NOSV_PAUSE_NONE __ZEROBITS
 
 /* Blocks the calling task until it is submitted again; its CPU goes to other
- * work meanwhile. Only from a task. */
+ * work meanwhile. Returns at once, keeping the CPU, when a submit of the task
+ * is already kept (see nosv_submit). Only from a task. */
 int nosv_pause(nosv_flags_t flags);
 
 /* Sleeps for `target_ns` without holding a CPU, then waits for a CPU again.

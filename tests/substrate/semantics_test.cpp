@@ -9,13 +9,140 @@
 #include <nosv.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <thread>
+#include <vector>
+
+#include <unistd.h>
 
 using namespace coexec;
 
 namespace {
 
+constexpr auto kPatience = std::chrono::seconds(20); // far beyond any correct run
+
+// Joins a private instance for one test; attaches the test thread.
+class Instance {
+  public:
+    explicit Instance(const std::string& extra = "", bool attach = true) : seg_(extra) {
+        EXPECT_EQ(nosv_init(), NOSV_SUCCESS);
+        if (attach) {
+            EXPECT_EQ(nosv_attach(&main_, nullptr, "test", 0), NOSV_SUCCESS);
+        }
+    }
+    ~Instance() {
+        if (main_) {
+            EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+        }
+        EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+    }
+    nosv_task_t main() const { return main_; }
+
+  private:
+    test::ScopedSegment seg_;
+    nosv_task_t main_ = nullptr;
+};
+
+// Waits, from outside any task, until `done()` or kPatience passed.
+template <class Done>
+bool wait_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return true;
+}
+
+// Waits, from an attached task, until `done()` or kPatience passed;
+// yields the CPU meanwhile.
+template <class Done>
+bool yield_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        EXPECT_EQ(nosv_yield(0), NOSV_SUCCESS);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return true;
+}
+
+nosv_task_type_t make_type(nosv_task_run_callback_t run, nosv_task_completed_callback_t completed,
+                           const char* label) {
+    nosv_task_type_t type = nullptr;
+    EXPECT_EQ(nosv_type_init(&type, run, nullptr, completed, label, nullptr, nullptr, 0),
+              NOSV_SUCCESS);
+    return type;
+}
+
+// ---- 1. repeated submits -------------------------------------------------
+
+struct PauseCounts {
+    std::atomic<int> started{0};
+    std::atomic<int> pauses_done{0};
+    std::atomic<int> completed{0};
+};
+PauseCounts g_pauses;
+constexpr int kPausesPerTask = 4;
+
+void run_pausing(nosv_task_t) {
+    g_pauses.started.fetch_add(1);
+    for (int i = 0; i < kPausesPerTask; ++i) {
+        EXPECT_EQ(nosv_pause(0), NOSV_SUCCESS);
+        g_pauses.pauses_done.fetch_add(1);
+    }
+}
+void completed_pausing(nosv_task_t) {
+    g_pauses.completed.fetch_add(1);
+}
+
+// Each submit pays for one pause, whenever it comes: before the task ran
+// (it is still ready), while it runs, while it is paused, or while it is
+// ready again after an earlier submit resumed it.
+TEST(ApiSemantics, RepeatedSubmitsEachPayForOnePause) {
+    g_pauses.started = g_pauses.pauses_done = g_pauses.completed = 0;
+    // One CPU, held by this thread while it submits: the task cannot start
+    // before every submit is in.
+    Instance in("topology.binding=0");
+    nosv_task_type_t type = make_type(run_pausing, completed_pausing, "pausing");
+    nosv_task_t early;
+    ASSERT_EQ(nosv_create(&early, type, 0, 0), NOSV_SUCCESS);
+    for (int i = 0; i <= kPausesPerTask; ++i)
+        ASSERT_EQ(nosv_submit(early, 0), NOSV_SUCCESS) << "submit " << i << " of a ready task";
+    EXPECT_TRUE(yield_until([] { return g_pauses.completed.load() == 1; }))
+        << "pauses done: " << g_pauses.pauses_done.load();
+    EXPECT_EQ(g_pauses.pauses_done.load(), kPausesPerTask);
+
+    // nOS-V's multi-pause program: many tasks, each started and paused,
+    // then submitted once per pause in a row.
+    constexpr int n = 64;
+    g_pauses.started = g_pauses.pauses_done = g_pauses.completed = 0;
+    std::vector<nosv_task_t> tasks(n);
+    for (auto& t : tasks) {
+        ASSERT_EQ(nosv_create(&t, type, 0, 0), NOSV_SUCCESS);
+        ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    }
+    ASSERT_TRUE(yield_until([] { return g_pauses.started.load() == n; }));
+    EXPECT_EQ(g_pauses.completed.load(), 0);
+    for (auto t : tasks)
+        for (int i = 0; i < kPausesPerTask; ++i)
+            ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    EXPECT_TRUE(yield_until([] { return g_pauses.completed.load() == n; }))
+        << g_pauses.completed.load() << " of " << n << " completed";
+    EXPECT_EQ(g_pauses.pauses_done.load(), n * kPausesPerTask);
+    for (auto t : tasks)
+        EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_destroy(early, 0), NOSV_SUCCESS);
+    nosv_type_destroy(type, 0);
+}
+
+} // namespace
+
 // ---- 7. shutdown from another thread --------------------------------------
+
+namespace {
 
 // A thread other than the one that called nosv_init() cannot shut the
 // process down: it gets an error and nothing changes, and the init thread

@@ -1,0 +1,121 @@
+// A task's life-cycle state and its banked submits, in one atomic word.
+//
+// nOS-V counts submits against pauses (its blocking count): a task may be
+// submitted several times before it pauses, and each submit pays for one
+// later nosv_pause(), which then returns at once. A submit that finds the
+// task paused (or never run) makes it ready instead. Keeping the count in
+// the same word as the state makes each decision one atomic step: a submit
+// is either banked while the task is not paused, or it resumes the paused
+// task, never lost in between.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace coexec::core {
+
+enum class TaskState : uint32_t {
+    Created, // never submitted, or completed and not resubmitted
+    Ready,   // in the ready queue (or stashed as an IMMEDIATE successor)
+    Running, // bound to a thread that holds a CPU
+    Paused,  // waiting for nosv_submit
+    Waiting, // in nosv_waitfor
+    Blocked, // between coexec_block_enter and coexec_block_exit
+    Ended,   // run and end callbacks done, events still pending
+};
+
+class TaskStatus {
+  public:
+    // What a submit did.
+    enum class Submit {
+        Readied, // Created or Paused -> Ready: the submitter makes it ready
+        Banked,  // started and not paused: one more pause is paid for
+        Refused, // ended with events pending: not complete yet
+    };
+
+    TaskState state() const { return state_of(word_.load(std::memory_order_acquire)); }
+    uint32_t banked() const { return banked_of(word_.load(std::memory_order_acquire)); }
+
+    // Sets `to` and drops any banked submit: a body that ended without
+    // pausing again does not carry them into its next run (nOS-V resets its
+    // blocking count there too).
+    void reset(TaskState to) { word_.store(pack(to, 0), std::memory_order_release); }
+
+    // `from` -> `to`, keeping the banked submits; false if not in `from`.
+    bool transition(TaskState from, TaskState to) {
+        uint64_t w = word_.load(std::memory_order_acquire);
+        // A failed CAS reloads `w`: only a banked count that moved is
+        // retried, a state that moved ends the attempt.
+        while (state_of(w) == from)
+            if (word_.compare_exchange_weak(w, pack(to, banked_of(w)), std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+                return true;
+        return false;
+    }
+
+    // Whatever the state, -> `to`, keeping the banked submits. Only by the
+    // task's own thread, while no other thread changes the state: others
+    // only bank submits, which the CAS keeps.
+    void relabel(TaskState to) {
+        uint64_t w = word_.load(std::memory_order_relaxed);
+        while (!word_.compare_exchange_weak(w, pack(to, banked_of(w)), std::memory_order_acq_rel,
+                                            std::memory_order_relaxed)) {
+        }
+    }
+
+    // A submit: resumes a paused or fresh task, or banks one pause.
+    Submit submit() {
+        uint64_t w = word_.load(std::memory_order_acquire);
+        for (;;) {
+            const TaskState s = state_of(w);
+            // Nothing is banked in Created or Paused.
+            const bool resumes = s == TaskState::Created || s == TaskState::Paused;
+            if (!resumes && (s == TaskState::Ended || banked_of(w) == UINT32_MAX))
+                return Submit::Refused;
+            const uint64_t next = resumes ? pack(TaskState::Ready, 0) : w + kOneBanked;
+            // acq_rel: the submitter's writes before the submit reach the
+            // task's thread, which acquires the word when it pays or parks.
+            if (word_.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+                return resumes ? Submit::Readied : Submit::Banked;
+        }
+    }
+
+    // Pays one banked submit (the pause returns at once); false if none.
+    bool pay() {
+        uint64_t w = word_.load(std::memory_order_acquire);
+        while (banked_of(w) > 0)
+            if (word_.compare_exchange_weak(w, w - kOneBanked, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+                return true;
+        return false;
+    }
+
+    // By the task's own thread once it is off its CPU: Running -> Paused if
+    // nothing is banked (a later submit resumes it); otherwise pays one
+    // banked submit and -> Ready (the caller makes it ready), returning false.
+    bool park() {
+        uint64_t w = word_.load(std::memory_order_acquire);
+        for (;;) {
+            const uint32_t n = banked_of(w);
+            const uint64_t next =
+                n == 0 ? pack(TaskState::Paused, 0) : pack(TaskState::Ready, n - 1);
+            if (word_.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+                return n == 0;
+        }
+    }
+
+  private:
+    static constexpr uint64_t kOneBanked = uint64_t(1) << 32;
+    static constexpr uint64_t pack(TaskState s, uint32_t banked) {
+        return uint64_t(banked) << 32 | uint64_t(s);
+    }
+    static constexpr TaskState state_of(uint64_t w) { return TaskState(uint32_t(w)); }
+    static constexpr uint32_t banked_of(uint64_t w) { return uint32_t(w >> 32); }
+
+    // Low half: the TaskState; high half: the banked submits.
+    std::atomic<uint64_t> word_{pack(TaskState::Created, 0)};
+};
+
+} // namespace coexec::core
