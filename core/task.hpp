@@ -27,7 +27,8 @@ struct nosv_task_type {
 
 struct alignas(64) nosv_task {
     nosv_task_type* type = nullptr;
-    coexec::core::TaskStatus status; // life-cycle state and banked submits
+    coexec::core::TaskStatus status;     // life-cycle state and banked submits
+    coexec::core::DeadlineWake deadline; // nosv_waitfor and its early wake-ups
     int priority = 0;
     nosv_affinity_t affinity{};
     // One extra count while the body runs, so the last decrement (the body's

@@ -56,11 +56,11 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         return NOSV_SUCCESS;
     }
     if (flags & NOSV_SUBMIT_DEADLINE_WAKE) {
-        // Ends a timed sleep early; the task makes itself ready once off its
-        // CPU. A task that is not in nosv_waitfor (its deadline passed, or
-        // it never slept) has nothing to wake: never a resume.
-        if (t->status.transition(TaskState::Waiting, TaskState::Ready))
-            sched().wake_thread(t->thread->slot);
+        // Ends a timed sleep early: the task makes itself ready once awake.
+        // A task not asleep yet (not run yet, or running) keeps the wake for
+        // its next nosv_waitfor. Never a resume.
+        if (int32_t slot = t->deadline.wake(); slot != DeadlineWake::kNoSleeper)
+            sched().wake_thread(slot);
         return NOSV_SUCCESS;
     }
     // A fresh task runs on a worker of this process. With every worker
@@ -139,28 +139,36 @@ int Runtime::schedpoint(ThreadContext& self) {
 int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     nosv_task* t = self.current;
     const uint64_t start = now_ns();
+    // A DEADLINE_WAKE that came before (even before the task ran) ends this
+    // wait at once: the task keeps its CPU.
+    if (!t->deadline.sleep(self.slot)) {
+        if (actual_ns) *actual_ns = now_ns() - start;
+        return NOSV_SUCCESS;
+    }
     const uint64_t deadline = start + ns;
     t->status.relabel(TaskState::Waiting);
     WakeList wakes;
     step_off_cpu(self, Leaving::Block, wakes);
     wakes.flush(*segment(), self.slot);
-    // A DEADLINE_WAKE submit only marks the task Ready and wakes us: we make
-    // it ready ourselves, now that we are off the CPU.
+    // A DEADLINE_WAKE only marks the word and wakes us: we make the task
+    // ready ourselves, now that we are off the CPU.
     const ThreadSlot& th = segment()->threads[self.slot];
     bool woken = false;
     for (;;) {
         uint32_t seq = th.word.load(acq);
-        if (t->status.state() != TaskState::Waiting) {
+        if (t->deadline.woken()) {
+            t->deadline.clear();
             woken = true;
             break;
         }
         uint64_t now = now_ns();
         if (now >= deadline) {
-            woken = !t->status.transition(TaskState::Waiting, TaskState::Ready);
+            woken = !t->deadline.expire(self.slot);
             break;
         }
         sched().wait_word(self.slot, seq, deadline - now);
     }
+    t->status.relabel(TaskState::Ready);
     make_ready(t, woken);
     step_on_cpu(self, wakes); // nothing left to wake
     t->status.relabel(TaskState::Running);

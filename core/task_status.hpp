@@ -118,4 +118,49 @@ class TaskStatus {
     std::atomic<uint64_t> word_{pack(TaskState::Created, 0)};
 };
 
+// A task's nosv_waitfor and the NOSV_SUBMIT_DEADLINE_WAKE submits that end
+// it early agree through one word: no wake pending, a wake pending, or the
+// thread slot of the task asleep in waitfor. As in nOS-V, a wake that comes
+// while the task is not asleep (it has not run yet, or runs) is kept: its
+// next waitfor returns at once. One wake ends one sleep; more wakes during
+// the same sleep change nothing.
+class DeadlineWake {
+  public:
+    static constexpr int32_t kNoSleeper = -1;
+
+    // A DEADLINE_WAKE. Returns the slot of the thread to wake (the task is
+    // asleep), or kNoSleeper (the wake is kept for its next waitfor).
+    int32_t wake() {
+        // acq_rel: the waker's writes reach the sleeper, which acquires the
+        // word when it sees the wake.
+        const int32_t before = word_.exchange(kPending, std::memory_order_acq_rel);
+        return before >= 0 ? before : kNoSleeper;
+    }
+    // By the task's thread before it sleeps on `slot`: true if it may sleep;
+    // false if a wake was pending (consumed now: the waitfor returns).
+    bool sleep(int32_t slot) {
+        int32_t none = kNone;
+        if (word_.compare_exchange_strong(none, slot, std::memory_order_acq_rel)) return true;
+        clear();
+        return false;
+    }
+    // By the sleeper: whether a wake came.
+    bool woken() const { return word_.load(std::memory_order_acquire) == kPending; }
+    // By the sleeper once its deadline passed: true if the deadline ended
+    // the sleep, false if a wake came first. The word is clear either way.
+    bool expire(int32_t slot) {
+        if (word_.compare_exchange_strong(slot, kNone, std::memory_order_acq_rel)) return true;
+        clear();
+        return false;
+    }
+    // Drops a pending wake (after a woken sleep, and when a body ends: a
+    // wake no waitfor used does not reach the task's next run).
+    void clear() { word_.store(kNone, std::memory_order_release); }
+
+  private:
+    static constexpr int32_t kNone = -1;    // no wake pending, not asleep
+    static constexpr int32_t kPending = -2; // a wake no waitfor used yet
+    std::atomic<int32_t> word_{kNone};      // or the sleeper's thread slot (>= 0)
+};
+
 } // namespace coexec::core

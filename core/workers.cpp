@@ -71,6 +71,7 @@ void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     self.current = nullptr;
     task->thread = nullptr;
     task->status.reset(TaskState::Ended); // submits nothing paused for are dropped
+    task->deadline.clear();               // and a wake no waitfor used
     release_events(task, 1);
 }
 

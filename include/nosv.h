@@ -111,7 +111,9 @@ int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 #define NOSV_SUBMIT_IMMEDIATE __BIT(2)
 /* Run the task now, on the calling thread, before returning. */
 #define NOSV_SUBMIT_INLINE __BIT(3)
-/* End a nosv_waitfor() of the task early. */
+/* End a nosv_waitfor() of the task early; only that (it never resumes a
+ * pause or makes the task ready). A task not in nosv_waitfor yet (not run
+ * yet, or running) keeps the wake: its next nosv_waitfor returns at once. */
 #define NOSV_SUBMIT_DEADLINE_WAKE __BIT(4)
 
 /* Makes `task` ready, or resumes it when it is paused. Submits count against
@@ -135,7 +137,11 @@ int nosv_pause(nosv_flags_t flags);
 
 /* Sleeps for `target_ns` without holding a CPU, then waits for a CPU again.
  * `actual_ns` (may be NULL) receives the time the task was away. A submit with
- * NOSV_SUBMIT_DEADLINE_WAKE ends the sleep early. Only from a task. */
+ * NOSV_SUBMIT_DEADLINE_WAKE ends the sleep early; one that came earlier and
+ * that no waitfor used yet (even one sent before the task ran) makes it
+ * return at once, keeping the CPU. A wake no waitfor used is dropped when
+ * the task's body ends. A plain submit meanwhile does not end the sleep: it is kept for the
+ * next nosv_pause. Only from a task. */
 int nosv_waitfor(uint64_t target_ns, uint64_t *actual_ns);
 
 #define NOSV_YIELD_NONE __ZEROBITS

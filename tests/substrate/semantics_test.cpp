@@ -138,6 +138,69 @@ TEST(ApiSemantics, RepeatedSubmitsEachPayForOnePause) {
     nosv_type_destroy(type, 0);
 }
 
+// ---- 2. a deadline wake before the task sleeps ----------------------------
+
+struct Sleeps {
+    uint64_t first_ns = 0;  // a 60 s waitfor, ended by the early wake
+    uint64_t second_ns = 0; // a 10 ms waitfor: nothing is left to end it early
+};
+std::atomic<int> g_sleepers_done{0};
+constexpr uint64_t kLongSleepNs = 60'000'000'000;
+constexpr uint64_t kShortSleepNs = 10'000'000;
+
+void run_sleeper(nosv_task_t t) {
+    auto* s = static_cast<Sleeps*>(nosv_get_task_metadata(t));
+    EXPECT_EQ(nosv_waitfor(kLongSleepNs, &s->first_ns), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_waitfor(kShortSleepNs, &s->second_ns), NOSV_SUCCESS);
+}
+void completed_sleeper(nosv_task_t) {
+    g_sleepers_done.fetch_add(1);
+}
+
+// nOS-V keeps a NOSV_SUBMIT_DEADLINE_WAKE that reaches a task before it
+// sleeps (even before it ran): its next nosv_waitfor returns at once. The
+// wake neither makes the task ready nor is lost: the plain submit after it
+// runs the task, and the wake ends exactly one sleep.
+TEST(ApiSemantics, DeadlineWakeBeforeTheTaskSleepsEndsItsNextWaitfor) {
+    g_sleepers_done = 0;
+    Instance in("", /*attach=*/false);
+    nosv_task_type_t type = make_type(run_sleeper, completed_sleeper, "sleeper");
+    nosv_task_t t;
+    ASSERT_EQ(nosv_create(&t, type, sizeof(Sleeps), 0), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_DEADLINE_WAKE), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS) << "a deadline wake made the task ready";
+    ASSERT_EQ(nosv_create(&t, type, sizeof(Sleeps), 0), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_DEADLINE_WAKE), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    ASSERT_TRUE(wait_until([] { return g_sleepers_done.load() == 1; }))
+        << "the early wake was lost: the task sleeps its 60 s";
+    auto* s = static_cast<Sleeps*>(nosv_get_task_metadata(t));
+    EXPECT_LT(s->first_ns, kLongSleepNs / 10);
+    EXPECT_GE(s->second_ns, kShortSleepNs) << "one wake ended two sleeps";
+    EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
+
+    // Wakes that reach tasks at any point of their life: ready, running,
+    // asleep. Each ends the task's first sleep, whenever it lands.
+    constexpr int n = 100;
+    g_sleepers_done = 0;
+    std::vector<nosv_task_t> tasks(n);
+    for (auto& task : tasks) {
+        ASSERT_EQ(nosv_create(&task, type, sizeof(Sleeps), 0), NOSV_SUCCESS);
+        ASSERT_EQ(nosv_submit(task, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    }
+    for (auto task : tasks)
+        ASSERT_EQ(nosv_submit(task, NOSV_SUBMIT_DEADLINE_WAKE), NOSV_SUCCESS);
+    ASSERT_TRUE(wait_until([] { return g_sleepers_done.load() == n; }))
+        << g_sleepers_done.load() << " of " << n << " woke";
+    for (auto task : tasks) {
+        auto* sl = static_cast<Sleeps*>(nosv_get_task_metadata(task));
+        EXPECT_LT(sl->first_ns, kLongSleepNs / 10);
+        EXPECT_GE(sl->second_ns, kShortSleepNs);
+        EXPECT_EQ(nosv_destroy(task, 0), NOSV_SUCCESS);
+    }
+    nosv_type_destroy(type, 0);
+}
+
 } // namespace
 
 // ---- 7. shutdown from another thread --------------------------------------
