@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -198,6 +199,103 @@ TEST(ApiSemantics, DeadlineWakeBeforeTheTaskSleepsEndsItsNextWaitfor) {
         EXPECT_GE(sl->second_ns, kShortSleepNs);
         EXPECT_EQ(nosv_destroy(task, 0), NOSV_SUCCESS);
     }
+    nosv_type_destroy(type, 0);
+}
+
+// ---- 3. reuse after completion ----------------------------------------------
+
+struct Reuse {
+    enum Mode { Plain, Pause, Event, ResubmitFromCompleted } mode = Plain;
+    std::atomic<int> runs{0};
+    std::atomic<int> completions{0};
+    std::atomic<int> resubmit_rc{INT32_MIN}; // ResubmitFromCompleted's submit
+};
+
+void run_reuse(nosv_task_t t) {
+    auto* r = static_cast<Reuse*>(nosv_get_task_metadata(t));
+    r->runs.fetch_add(1);
+    if (r->mode == Reuse::Pause) {
+        EXPECT_EQ(nosv_pause(0), NOSV_SUCCESS);
+    } else if (r->mode == Reuse::Event) {
+        EXPECT_EQ(nosv_increase_event_counter(1), NOSV_SUCCESS);
+    }
+}
+void completed_reuse(nosv_task_t t) {
+    auto* r = static_cast<Reuse*>(nosv_get_task_metadata(t));
+    // The first completion in this mode submits the task again, from its
+    // own callback.
+    if (r->mode == Reuse::ResubmitFromCompleted && r->resubmit_rc.load() == INT32_MIN)
+        r->resubmit_rc = nosv_submit(t, NOSV_SUBMIT_NONE);
+    r->completions.fetch_add(1);
+}
+
+// A task whose completed callback has run may be submitted again, however
+// it ran (on a worker, inline, blocking, paused and resumed, completed by an
+// event) and from wherever (another thread, its own completed callback); it
+// runs anew from a clean state. Until it completes (events pending) it is
+// refused.
+TEST(ApiSemantics, ACompletedTaskMayBeSubmittedAgain) {
+    Instance in("topology.binding=0");
+    nosv_task_type_t type = make_type(run_reuse, completed_reuse, "reuse");
+    nosv_task_t t;
+    ASSERT_EQ(nosv_create(&t, type, sizeof(Reuse), 0), NOSV_SUCCESS);
+    auto* r = new (nosv_get_task_metadata(t)) Reuse;
+    auto completions = [r](int n) { return [r, n] { return r->completions.load() == n; }; };
+
+    // On a worker, resubmitted from another thread once completed.
+    for (int i = 1; i <= 3; ++i) {
+        ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS) << "run " << i;
+        ASSERT_TRUE(yield_until(completions(i)));
+    }
+    // Blocking, then inline, on this thread.
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_BLOCKING), NOSV_SUCCESS);
+    EXPECT_EQ(r->completions.load(), 4);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE), NOSV_SUCCESS);
+    EXPECT_EQ(r->completions.load(), 5);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_BLOCKING), NOSV_SUCCESS);
+    EXPECT_EQ(r->completions.load(), 6);
+
+    // From its own completed callback.
+    r->mode = Reuse::ResubmitFromCompleted;
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until(completions(8)));
+    EXPECT_EQ(r->resubmit_rc.load(), NOSV_SUCCESS);
+    EXPECT_EQ(r->runs.load(), 8);
+
+    // Paused and resumed twice over: the submit no pause used is dropped at
+    // the end, so the next run pauses again.
+    r->mode = Reuse::Pause;
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until([r] { return r->runs.load() == 9; }));
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until(completions(9)));
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until([r] { return r->runs.load() == 10; }));
+    for (int i = 0; i < 20; ++i) {
+        EXPECT_EQ(nosv_yield(0), NOSV_SUCCESS);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(r->completions.load(), 9) << "a dropped submit resumed the next run";
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until(completions(10)));
+
+    // Completed by an event another thread ends: refused until then.
+    r->mode = Reuse::Event;
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    // One CPU: we have it back once the body ended and its worker left it.
+    ASSERT_TRUE(yield_until([r] { return r->runs.load() == 11; }));
+    EXPECT_EQ(nosv_submit(t, 0), NOSV_ERR_INVALID_OPERATION) << "events are pending";
+    EXPECT_EQ(nosv_destroy(t, 0), NOSV_ERR_BUSY);
+    std::thread([t] { EXPECT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS); }).join();
+    ASSERT_TRUE(yield_until(completions(11)));
+    r->mode = Reuse::Plain;
+    ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until(completions(12)));
+    EXPECT_EQ(r->runs.load(), 12);
+
+    r->~Reuse();
+    EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
     nosv_type_destroy(type, 0);
 }
 
