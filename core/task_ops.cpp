@@ -82,13 +82,20 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr;
         return NOSV_ERR_INVALID_OPERATION; // ended, its events still pending
     }
-    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && caller && self->cpu != kNone &&
-                     !self->immediate && !t->thread &&
+    // The successor runs next on the CPU this thread holds, when the thread
+    // leaves it: after the calling task's body, or, from a completed
+    // callback on a worker (no task bound then), once the callback returns.
+    // As in nOS-V, a later successor takes the place of an earlier one,
+    // which becomes an ordinary ready task.
+    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->cpu != kNone && !t->thread &&
                      placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
     if (immediate) {
-        self->immediate = t;
-        std::lock_guard guard(queue_mutex_);
-        queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+        if (nosv_task* earlier = std::exchange(self->immediate, t)) {
+            make_ready(earlier, false); // the CPU's count of waiting work stays
+        } else {
+            std::lock_guard guard(queue_mutex_);
+            queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+        }
     } else {
         make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
     }

@@ -107,7 +107,13 @@ int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 #define NOSV_SUBMIT_UNLOCKED __BIT(0)
 /* The calling task waits (without a CPU) until the submitted task completes. */
 #define NOSV_SUBMIT_BLOCKING __BIT(1)
-/* Run the task next on the caller's CPU, when the caller next leaves it. */
+/* Run the task next on the CPU the calling thread holds, before the tasks
+ * already ready there, when the thread next leaves that CPU: when the calling
+ * task ends, pauses or yields, or, from a completed callback on a worker, as
+ * soon as the callback returns. A later IMMEDIATE submit from the same thread
+ * takes the place (the earlier task becomes an ordinary ready one). From a
+ * thread holding no CPU, or for a task whose affinity excludes that CPU or
+ * that has a thread of its own (a paused one), it is an ordinary submit. */
 #define NOSV_SUBMIT_IMMEDIATE __BIT(2)
 /* Run the task now, on the calling thread, before returning. */
 #define NOSV_SUBMIT_INLINE __BIT(3)

@@ -78,6 +78,15 @@ nosv_task_type_t make_type(nosv_task_run_callback_t run, nosv_task_completed_cal
     return type;
 }
 
+// nosv_get_available_cpus(), copied; the array is the caller's to free.
+std::vector<int> available_cpus() {
+    int* array = nosv_get_available_cpus();
+    if (!array) return {};
+    std::vector<int> out(array, array + nosv_get_num_cpus());
+    std::free(array);
+    return out;
+}
+
 // ---- 1. repeated submits -------------------------------------------------
 
 struct PauseCounts {
@@ -296,6 +305,95 @@ TEST(ApiSemantics, ACompletedTaskMayBeSubmittedAgain) {
 
     r->~Reuse();
     EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
+    nosv_type_destroy(type, 0);
+}
+
+// ---- 4. the immediate successor of a completed callback --------------------
+
+struct Step {
+    int order = -1;      // when its body ran, among the test's tasks
+    int cpu = -1;        // where
+    bool after_callback; // the first task's completed callback had returned
+};
+struct Succession {
+    std::atomic<int> next_order{0};
+    std::atomic<int> completed{0};
+    std::atomic<bool> callback_returned{false};
+    std::atomic<bool> others_ready{false};
+    nosv_task_t successor = nullptr;
+    int submit_rc = INT32_MIN;
+};
+Succession g_succession;
+
+void run_step(nosv_task_t t) {
+    auto* s = static_cast<Step*>(nosv_get_task_metadata(t));
+    s->order = g_succession.next_order.fetch_add(1);
+    s->cpu = nosv_get_current_system_cpu();
+    s->after_callback = g_succession.callback_returned.load();
+}
+void completed_step(nosv_task_t) {
+    g_succession.completed.fetch_add(1);
+}
+void run_first(nosv_task_t t) {
+    // The others are ready on this CPU before this task completes.
+    while (!g_succession.others_ready.load())
+        ::usleep(100);
+    run_step(t);
+}
+void completed_first(nosv_task_t) {
+    g_succession.submit_rc = nosv_submit(g_succession.successor, NOSV_SUBMIT_IMMEDIATE);
+    // Still inside the callback: the successor must not have started.
+    EXPECT_EQ(g_succession.next_order.load(), 1);
+    g_succession.callback_returned = true;
+    g_succession.completed.fetch_add(1);
+}
+
+// A task that a completed callback submits with NOSV_SUBMIT_IMMEDIATE runs
+// next on the same CPU: after the callback returns, and before the tasks
+// that were already ready there.
+TEST(ApiSemantics, ImmediateSuccessorOfACompletedCallbackRunsNextOnThatCpu) {
+    g_succession.next_order = g_succession.completed = 0;
+    g_succession.callback_returned = g_succession.others_ready = false;
+    Instance in;
+    const int cpu = available_cpus().at(0);
+    nosv_affinity_t there =
+        nosv_affinity_get(uint32_t(cpu), NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
+    nosv_task_type_t first_type = make_type(run_first, completed_first, "first");
+    nosv_task_type_t type = make_type(run_step, completed_step, "step");
+    nosv_task_t first;
+    ASSERT_EQ(nosv_create(&first, first_type, sizeof(Step), 0), NOSV_SUCCESS);
+    nosv_set_task_affinity(first, &there);
+    // The successor may run anywhere: only the immediate submit keeps it on
+    // the first task's CPU.
+    ASSERT_EQ(nosv_create(&g_succession.successor, type, sizeof(Step), 0), NOSV_SUCCESS);
+    constexpr int kOthers = 3;
+    std::vector<nosv_task_t> others(kOthers);
+    for (auto& o : others) {
+        ASSERT_EQ(nosv_create(&o, type, sizeof(Step), 0), NOSV_SUCCESS);
+        nosv_set_task_affinity(o, &there);
+    }
+    // The first one first; the others are all ready there before it ends.
+    ASSERT_EQ(nosv_submit(first, 0), NOSV_SUCCESS);
+    for (auto o : others)
+        ASSERT_EQ(nosv_submit(o, 0), NOSV_SUCCESS);
+    g_succession.others_ready = true;
+    ASSERT_TRUE(yield_until([] { return g_succession.completed.load() == kOthers + 2; }));
+    EXPECT_EQ(g_succession.submit_rc, NOSV_SUCCESS);
+
+    auto step = [](nosv_task_t t) { return *static_cast<Step*>(nosv_get_task_metadata(t)); };
+    EXPECT_EQ(step(first).order, 0);
+    const Step next = step(g_succession.successor);
+    EXPECT_EQ(next.order, 1) << "the successor did not run next";
+    EXPECT_TRUE(next.after_callback);
+    EXPECT_EQ(next.cpu, cpu) << "the successor ran on another CPU";
+    for (auto o : others) {
+        EXPECT_GT(step(o).order, 1);
+        EXPECT_EQ(step(o).cpu, cpu);
+        EXPECT_EQ(nosv_destroy(o, 0), NOSV_SUCCESS);
+    }
+    EXPECT_EQ(nosv_destroy(first, 0), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_destroy(g_succession.successor, 0), NOSV_SUCCESS);
+    nosv_type_destroy(first_type, 0);
     nosv_type_destroy(type, 0);
 }
 
