@@ -18,7 +18,6 @@ using scheduler::Placement;
 using scheduler::WakeList;
 
 namespace {
-constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto acq = std::memory_order_acquire;
 } // namespace
 
@@ -135,12 +134,22 @@ int Runtime::yield(ThreadContext& self) {
 
 int Runtime::schedpoint(ThreadContext& self) {
     const int32_t c = self.cpu;
-    bool switch_now = sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns());
-    if (!switch_now && segment()->procs[proc()].ready_total.load(rlx) > 0) {
+    // Another process waits for this CPU and our process's turn is over.
+    if (sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns()))
+        return yield(self);
+    // Our own work waits for it. As in nOS-V, the quantum applies to tasks
+    // too: once this thread has held the CPU for a quantum, the next ready
+    // task runs and the caller queues behind it (yield: the CPU is handed
+    // within the process, the caller made ready only once off it). A
+    // higher-priority task goes first at once.
+    if (!sched().has_work(proc(), c)) return NOSV_SUCCESS;
+    if (sched().stint_over(c, now_ns())) return yield(self);
+    bool higher;
+    {
         std::lock_guard guard(queue_mutex_);
-        switch_now = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
+        higher = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
     }
-    return switch_now ? yield(self) : NOSV_SUCCESS;
+    return higher ? yield(self) : NOSV_SUCCESS;
 }
 
 int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {

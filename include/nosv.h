@@ -160,8 +160,12 @@ int nosv_yield(nosv_flags_t flags);
 #define NOSV_SCHEDPOINT_NONE __ZEROBITS
 
 /* A point where the scheduler may switch: when this process's quantum on the
- * CPU is spent and another process waits for it, or a higher-priority task
- * waits. Cheap when nothing is waiting. Only from a task. */
+ * CPU is spent and another process waits for it; when another task of this
+ * process waits for the CPU and the caller's thread has held it for a
+ * quantum (the quantum applies to tasks too, as in nOS-V: tasks that
+ * schedpoint rotate); or when a higher-priority task waits. The caller then
+ * stays ready behind the others, as in nosv_yield(). Cheap when nothing is
+ * waiting. Only from a task. */
 int nosv_schedpoint(nosv_flags_t flags);
 
 /* ---- Events ------------------------------------------------------------ */

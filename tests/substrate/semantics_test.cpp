@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -394,6 +395,72 @@ TEST(ApiSemantics, ImmediateSuccessorOfACompletedCallbackRunsNextOnThatCpu) {
     EXPECT_EQ(nosv_destroy(first, 0), NOSV_SUCCESS);
     EXPECT_EQ(nosv_destroy(g_succession.successor, 0), NOSV_SUCCESS);
     nosv_type_destroy(first_type, 0);
+    nosv_type_destroy(type, 0);
+}
+
+// ---- 5. the quantum between tasks of one process --------------------------
+
+constexpr int kRotating = 4;
+constexpr int kRounds = 5;
+constexpr uint64_t kQuantumNs = 2'000'000;
+struct Rotation {
+    std::atomic<int> turn{0};
+    std::atomic<int> done{0};
+    std::atomic<bool> give_up{false}; // lets the tasks end when the test failed
+};
+Rotation g_rotation;
+
+void run_rotating(nosv_task_t t) {
+    const int me = *static_cast<int*>(nosv_get_task_metadata(t));
+    for (int round = 0; round < kRounds; ++round) {
+        while (g_rotation.turn.load() % kRotating != me) {
+            if (g_rotation.give_up.load()) return;
+            EXPECT_EQ(nosv_schedpoint(0), NOSV_SUCCESS);
+            ::usleep(200);
+        }
+        g_rotation.turn.fetch_add(1);
+    }
+}
+void completed_rotating(nosv_task_t) {
+    g_rotation.done.fetch_add(1);
+}
+
+// Four tasks of one process, strict on one CPU, each waiting for its turn
+// with nosv_schedpoint + usleep: the quantum applies to tasks, so a task
+// that held the CPU for a quantum lets the next ready one run, and they
+// rotate (in coexec it used to apply only between processes, and this
+// hung). A schedpoint switches only after a quantum: each turn but the
+// last few (where a task ends) waits for its predecessor's quantum.
+TEST(ApiSemantics, SchedpointRotatesTasksOfOneProcessByQuantum) {
+    g_rotation.turn = g_rotation.done = 0;
+    g_rotation.give_up = false;
+    Instance in("scheduler.quantum_ns=" + std::to_string(kQuantumNs), /*attach=*/false);
+    const int cpu = available_cpus().at(0);
+    nosv_affinity_t there =
+        nosv_affinity_get(uint32_t(cpu), NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
+    nosv_task_type_t type = make_type(run_rotating, completed_rotating, "rotating");
+    std::vector<nosv_task_t> tasks(kRotating);
+    const uint64_t start = test::now_ns();
+    for (int i = 0; i < kRotating; ++i) {
+        ASSERT_EQ(nosv_create(&tasks[size_t(i)], type, sizeof(int), 0), NOSV_SUCCESS);
+        *static_cast<int*>(nosv_get_task_metadata(tasks[size_t(i)])) = i;
+        nosv_set_task_affinity(tasks[size_t(i)], &there);
+        ASSERT_EQ(nosv_submit(tasks[size_t(i)], 0), NOSV_SUCCESS);
+    }
+    const bool rotated = wait_until([] { return g_rotation.done.load() == kRotating; });
+    const uint64_t elapsed = test::now_ns() - start;
+    if (!rotated) {
+        g_rotation.give_up = true;
+        wait_until([] { return g_rotation.done.load() == kRotating; });
+    }
+    EXPECT_TRUE(rotated) << "the tasks did not rotate: " << g_rotation.turn.load() << " of "
+                         << kRotating * kRounds << " turns";
+    // Turns 1 .. (kRounds - 1) * kRotating each needed a switch at a
+    // schedpoint, after the previous holder's quantum.
+    const uint64_t switched = uint64_t((kRounds - 1) * kRotating);
+    EXPECT_GE(elapsed, (switched - 1) * kQuantumNs) << "a schedpoint switched before the quantum";
+    for (auto t : tasks)
+        EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
     nosv_type_destroy(type, 0);
 }
 
