@@ -16,8 +16,12 @@ namespace coexec::core {
 
 enum class TaskState : uint32_t {
     Created, // never submitted, or completed and not resubmitted
-    Ready,   // in the ready queue (or stashed as an IMMEDIATE successor)
-    Running, // bound to a thread that holds a CPU
+    // In the ready queue (or stashed as an IMMEDIATE successor), or a fresh
+    // task whose body a worker took from there and runs: the worker does not
+    // relabel it Running, since that would cost an atomic read-modify-write
+    // per task, and a submit or a pause treats both states alike.
+    Ready,
+    Running, // bound to a thread that holds a CPU, after blocking once (or inline)
     Paused,  // waiting for nosv_submit
     Waiting, // in nosv_waitfor
     Blocked, // between coexec_block_enter and coexec_block_exit

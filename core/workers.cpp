@@ -60,7 +60,7 @@ void Runtime::worker_main(ThreadContext& self) {
 void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     task->thread = &self;
     task->events.store(1, std::memory_order_relaxed);
-    task->status.relabel(TaskState::Running); // submits banked while it was ready stay
+    // The status stays Ready (or Running, inline): see TaskState::Ready.
     self.current = task;
     show_label(self, task->type);
     {
