@@ -66,7 +66,7 @@ bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
 
 COEXEC_API int nosv_init(void) {
     RuntimeSection section;
-    return Runtime::init();
+    return Runtime::init(Runtime::InitOwner::Thread);
 }
 
 COEXEC_API int nosv_shutdown(void) {
@@ -129,7 +129,7 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
     if (task->type->external) return NOSV_ERR_INVALID_OPERATION; // ended by nosv_detach
     // Ready, running, paused, or ended with events pending: not complete
     // yet, and the runtime still refers to it.
-    if (task->state.load(std::memory_order_acquire) != TaskState::Created) return NOSV_ERR_BUSY;
+    if (task->status.state() != TaskState::Created) return NOSV_ERR_BUSY;
     rt->delete_task(task);
     return NOSV_SUCCESS;
 }
@@ -142,7 +142,7 @@ COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
     if ((flags & NOSV_SUBMIT_INLINE) &&
         (flags & (NOSV_SUBMIT_IMMEDIATE | NOSV_SUBMIT_DEADLINE_WAKE)))
         return NOSV_ERR_INVALID_PARAMETER;
-    if (task->type->external && task->state.load(std::memory_order_acquire) == TaskState::Created)
+    if (task->type->external && task->status.state() == TaskState::Created)
         return NOSV_ERR_INVALID_OPERATION; // an attached thread's task is not runnable
     if ((flags & NOSV_SUBMIT_BLOCKING) && nosv_self() == task) return NOSV_ERR_INVALID_OPERATION;
     // Both need the caller's CPU (to wait without it, or to run the task on
@@ -356,7 +356,7 @@ COEXEC_API int coexec_is_active(void) {
 
 COEXEC_API int coexec_init_quiet(void) {
     RuntimeSection section;
-    return Runtime::init(true);
+    return Runtime::init(Runtime::InitOwner::Process, /*quiet=*/true);
 }
 
 COEXEC_API const char* coexec_last_error(void) {

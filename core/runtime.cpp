@@ -20,6 +20,11 @@ namespace {
 // guarded by init_mutex(). Part of the one per-process runtime state.
 int g_nesting = 0;
 std::string g_last_error;
+// Of g_nesting: the inits any thread may end (InitOwner::Process), and
+// those the calling thread made itself (InitOwner::Thread). Only the
+// owning thread reads or writes its own count, under init_mutex().
+int g_process_inits = 0;
+thread_local int t_thread_inits = 0;
 
 std::mutex& init_mutex() {
     static std::mutex m;
@@ -36,6 +41,8 @@ void warn(const std::string& text) {
 // parent's runtime without touching the segment, and may nosv_init anew.
 void forget_after_fork() {
     g_nesting = 0;
+    g_process_inits = 0;
+    t_thread_inits = 0; // the child's one thread is the one that forked
     this_thread_context() = nullptr;
     new (&init_mutex()) std::mutex;
 }
@@ -60,11 +67,13 @@ void Runtime::fail_reason(const std::string& why, bool quiet) {
     if (!quiet) warn(why);
 }
 
-int Runtime::init(bool quiet) {
+int Runtime::init(InitOwner owner, bool quiet) {
     std::lock_guard guard(init_mutex());
     g_last_error.clear();
+    int& owned = owner == InitOwner::Thread ? t_thread_inits : g_process_inits;
     if (g_nesting > 0) {
         ++g_nesting;
+        ++owned;
         return NOSV_SUCCESS;
     }
     static std::once_flag fork_handler;
@@ -87,16 +96,25 @@ int Runtime::init(bool quiet) {
     if (rc != NOSV_SUCCESS) return rc;
     instance_.store(rt.release(), std::memory_order_release);
     g_nesting = 1;
+    owned = 1;
     return NOSV_SUCCESS;
 }
 
 int Runtime::shutdown() {
     std::lock_guard guard(init_mutex());
     if (g_nesting == 0) return NOSV_ERR_NOT_INITIALIZED;
+    // A thread ends its own inits first; one that made none may end an
+    // adapter's (the process's). Any other thread's shutdown is refused, as
+    // in nOS-V, and the owner can still shut down afterwards.
+    int* owned = t_thread_inits > 0    ? &t_thread_inits
+                 : g_process_inits > 0 ? &g_process_inits
+                                       : nullptr;
+    if (!owned) return NOSV_ERR_INVALID_OPERATION;
     // The last shutdown joins every worker: a worker cannot join itself.
     if (g_nesting == 1)
         if (const ThreadContext* self = this_thread_context(); self && self->worker)
             return NOSV_ERR_INVALID_OPERATION;
+    --*owned;
     if (--g_nesting > 0) return NOSV_SUCCESS;
     Runtime* rt = instance_.load(std::memory_order_acquire);
     rt->stop();

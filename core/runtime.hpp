@@ -33,11 +33,16 @@ namespace coexec::core {
 
 class Runtime {
   public:
+    // Who may end an init with shutdown(): the thread that called nosv_init
+    // (nOS-V's rule), or any thread of the process (an adapter's init, made
+    // on whichever thread first needed coexec).
+    enum class InitOwner { Thread, Process };
     // Joins the instance (nesting). Returns a nosv error code; why it failed
     // is printed, or only kept for last_error() when `quiet`.
-    static int init(bool quiet = false);
+    static int init(InitOwner owner, bool quiet = false);
     static const char* last_error();
-    // Leaves it when the nesting count reaches zero.
+    // Ends one init the caller may end, and leaves the instance when the
+    // nesting count reaches zero.
     static int shutdown();
     // The runtime, or null before init / after the last shutdown.
     static Runtime* get() { return instance_.load(std::memory_order_acquire); }

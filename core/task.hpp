@@ -4,6 +4,7 @@
 
 #include <nosv.h>
 
+#include "core/task_status.hpp"
 #include "scheduler/shared_scheduler.hpp"
 
 #include <atomic>
@@ -12,17 +13,6 @@
 
 namespace coexec::core {
 struct ThreadContext;
-
-enum class TaskState : uint32_t {
-    Created, // never submitted, or completed and not resubmitted
-    Ready,   // in the ready queue (or stashed as an IMMEDIATE successor)
-    Running, // bound to a thread that holds a CPU
-    Resumed, // running, and a submit arrived before its pause
-    Paused,  // waiting for nosv_submit
-    Waiting, // in nosv_waitfor
-    Blocked, // between coexec_block_enter and coexec_block_exit
-    Ended,   // run and end callbacks done, events still pending
-};
 } // namespace coexec::core
 
 struct nosv_task_type {
@@ -37,7 +27,8 @@ struct nosv_task_type {
 
 struct alignas(64) nosv_task {
     nosv_task_type* type = nullptr;
-    std::atomic<coexec::core::TaskState> state{coexec::core::TaskState::Created};
+    coexec::core::TaskStatus status;     // life-cycle state and banked submits
+    coexec::core::DeadlineWake deadline; // nosv_waitfor and its early wake-ups
     int priority = 0;
     nosv_affinity_t affinity{};
     // One extra count while the body runs, so the last decrement (the body's

@@ -19,13 +19,7 @@ using scheduler::Placement;
 using scheduler::WakeList;
 
 namespace {
-constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto acq = std::memory_order_acquire;
-constexpr auto rel = std::memory_order_release;
-
-bool transition(nosv_task* t, TaskState from, TaskState to) {
-    return t->state.compare_exchange_strong(from, to, std::memory_order_acq_rel);
-}
 } // namespace
 
 nosv_task* Runtime::new_task(nosv_task_type* type, size_t metadata_size) {
@@ -53,7 +47,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         return NOSV_ERR_OUTSIDE_TASK;
 
     if (flags & NOSV_SUBMIT_INLINE) {
-        if (!transition(t, TaskState::Created, TaskState::Running))
+        if (!t->status.transition(TaskState::Created, TaskState::Running))
             return NOSV_ERR_INVALID_OPERATION;
         if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
         run_task(*self, t);
@@ -62,48 +56,46 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         return NOSV_SUCCESS;
     }
     if (flags & NOSV_SUBMIT_DEADLINE_WAKE) {
-        // Ends a timed sleep early; the task makes itself ready once off its
-        // CPU. A task that is not in nosv_waitfor (its deadline passed, or
-        // it never slept) has nothing to wake: never a resume.
-        if (transition(t, TaskState::Waiting, TaskState::Ready))
-            sched().wake_thread(t->thread->slot);
+        // Ends a timed sleep early: the task makes itself ready once awake.
+        // A task not asleep yet (not run yet, or running) keeps the wake for
+        // its next nosv_waitfor. Never a resume.
+        if (int32_t slot = t->deadline.wake(); slot != DeadlineWake::kNoSleeper)
+            sched().wake_thread(slot);
         return NOSV_SUCCESS;
     }
     // A fresh task runs on a worker of this process. With every worker
     // blocked and no thread slot for another, it might never run: an error,
     // not a silent wait (an unblocked worker runs it once it is free).
-    if (!t->thread && t->state.load(acq) == TaskState::Created && !workers_.any_unblocked() &&
+    if (!t->thread && t->status.state() == TaskState::Created && !workers_.any_unblocked() &&
         !workers_.spawn(/*warn=*/false))
         return NOSV_ERR_OUT_OF_MEMORY;
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
-    for (;;) {
-        TaskState st = t->state.load(acq);
-        switch (st) {
-        case TaskState::Running:
-            // Not paused yet: its next pause returns at once.
-            if (transition(t, st, TaskState::Resumed)) return NOSV_SUCCESS;
-            continue;
-        case TaskState::Waiting:
-            return NOSV_SUCCESS; // its deadline wakes it
-        case TaskState::Created:
-        case TaskState::Paused:
-            if (!transition(t, st, TaskState::Ready)) continue;
-            break;
-        default:
-            // Only this call's own waiter is withdrawn: another submitter's
-            // BLOCKING wait for the task still stands.
-            if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr;
-            return NOSV_ERR_INVALID_OPERATION; // already ready, or not resumable
-        }
+    switch (t->status.submit()) {
+    case TaskStatus::Submit::Readied:
         break;
+    case TaskStatus::Submit::Banked:
+        // Ready, running, sleeping or blocked: its next pause returns at once.
+        return (flags & NOSV_SUBMIT_BLOCKING) ? pause(*self) : NOSV_SUCCESS;
+    case TaskStatus::Submit::Refused:
+        // Only this call's own waiter is withdrawn: another submitter's
+        // BLOCKING wait for the task still stands.
+        if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr;
+        return NOSV_ERR_INVALID_OPERATION; // ended, its events still pending
     }
-    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && caller && self->cpu != kNone &&
-                     !self->immediate && !t->thread &&
+    // The successor runs next on the CPU this thread holds, when the thread
+    // leaves it: after the calling task's body, or, from a completed
+    // callback on a worker (no task bound then), once the callback returns.
+    // As in nOS-V, a later successor takes the place of an earlier one,
+    // which becomes an ordinary ready task.
+    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->cpu != kNone && !t->thread &&
                      placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
     if (immediate) {
-        self->immediate = t;
-        std::lock_guard guard(queue_mutex_);
-        queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+        if (nosv_task* earlier = std::exchange(self->immediate, t)) {
+            make_ready(earlier, false); // the CPU's count of waiting work stays
+        } else {
+            std::lock_guard guard(queue_mutex_);
+            queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+        }
     } else {
         make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
     }
@@ -113,18 +105,15 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
 
 int Runtime::pause(ThreadContext& self) {
     nosv_task* t = self.current;
-    // A submit that arrived before the pause: consume it.
-    if (transition(t, TaskState::Resumed, TaskState::Running)) return NOSV_SUCCESS;
+    // A submit that arrived before the pause paid for it.
+    if (t->status.pay()) return NOSV_SUCCESS;
     // The task stays Running until the thread is off its CPU: a submit
-    // meanwhile marks it Resumed, and we make it ready ourselves.
+    // meanwhile is banked, and we make the task ready ourselves.
     WakeList wakes;
     step_off_cpu(self, Leaving::Block, wakes);
-    if (!transition(t, TaskState::Running, TaskState::Paused)) {
-        t->state.store(TaskState::Ready, rel);
-        make_ready(t, true);
-    }
+    if (!t->status.park()) make_ready(t, true);
     step_on_cpu(self, wakes);
-    t->state.store(TaskState::Running, rel);
+    t->status.relabel(TaskState::Running);
     return NOSV_SUCCESS;
 }
 
@@ -137,8 +126,8 @@ int Runtime::yield(ThreadContext& self) {
         wakes.flush(*segment(), self.slot);
         return NOSV_SUCCESS;
     }
-    // The task stays Running while it waits: a submit meanwhile marks it
-    // Resumed, and its next pause returns at once.
+    // The task stays Running while it waits: a submit meanwhile is banked,
+    // and its next pause returns at once.
     make_ready(self.current, false);
     step_on_cpu(self, wakes);
     return NOSV_SUCCESS;
@@ -146,42 +135,60 @@ int Runtime::yield(ThreadContext& self) {
 
 int Runtime::schedpoint(ThreadContext& self) {
     const int32_t c = self.cpu;
-    bool switch_now = sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns());
-    if (!switch_now && segment()->procs[proc()].ready_total.load(rlx) > 0) {
+    // Another process waits for this CPU and our process's turn is over.
+    if (sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns()))
+        return yield(self);
+    // Our own work waits for it. As in nOS-V, the quantum applies to tasks
+    // too: once this thread has held the CPU for a quantum, the next ready
+    // task runs and the caller queues behind it (yield: the CPU is handed
+    // within the process, the caller made ready only once off it). A
+    // higher-priority task goes first at once.
+    if (!sched().has_work(proc(), c)) return NOSV_SUCCESS;
+    if (sched().stint_over(c, now_ns())) return yield(self);
+    bool higher;
+    {
         std::lock_guard guard(queue_mutex_);
-        switch_now = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
+        higher = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
     }
-    return switch_now ? yield(self) : NOSV_SUCCESS;
+    return higher ? yield(self) : NOSV_SUCCESS;
 }
 
 int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     nosv_task* t = self.current;
     const uint64_t start = now_ns();
+    // A DEADLINE_WAKE that came before (even before the task ran) ends this
+    // wait at once: the task keeps its CPU.
+    if (!t->deadline.sleep(self.slot)) {
+        if (actual_ns) *actual_ns = now_ns() - start;
+        return NOSV_SUCCESS;
+    }
     const uint64_t deadline = start + ns;
-    t->state.store(TaskState::Waiting, rel);
+    t->status.relabel(TaskState::Waiting);
     WakeList wakes;
     step_off_cpu(self, Leaving::Block, wakes);
     wakes.flush(*segment(), self.slot);
-    // A DEADLINE_WAKE submit only marks the task Ready and wakes us: we make
-    // it ready ourselves, now that we are off the CPU.
+    // A DEADLINE_WAKE only marks the word and wakes us: we make the task
+    // ready ourselves, now that we are off the CPU.
     const ThreadSlot& th = segment()->threads[self.slot];
     bool woken = false;
     for (;;) {
         uint32_t seq = th.word.load(acq);
-        if (t->state.load(acq) != TaskState::Waiting) {
+        if (t->deadline.woken()) {
+            t->deadline.clear();
             woken = true;
             break;
         }
         uint64_t now = now_ns();
         if (now >= deadline) {
-            woken = !transition(t, TaskState::Waiting, TaskState::Ready);
+            woken = !t->deadline.expire(self.slot);
             break;
         }
         sched().wait_word(self.slot, seq, deadline - now);
     }
+    t->status.relabel(TaskState::Ready);
     make_ready(t, woken);
     step_on_cpu(self, wakes); // nothing left to wake
-    t->state.store(TaskState::Running, rel);
+    t->status.relabel(TaskState::Running);
     if (actual_ns) *actual_ns = now_ns() - start;
     return NOSV_SUCCESS;
 }
@@ -219,7 +226,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     }
     if (affinity) t->affinity = *affinity;
     t->thread = ctx.get();
-    t->state.store(TaskState::Ready, rel);
+    t->status.reset(TaskState::Ready);
     ctx->current = t;
     ctx->attach_task = t;
     ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
@@ -227,7 +234,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     this_thread_context() = raw;
     make_ready(t, false);
     wait_for_cpu(*raw);
-    t->state.store(TaskState::Running, rel);
+    t->status.relabel(TaskState::Running);
     *out = t;
     return NOSV_SUCCESS;
 }
@@ -295,26 +302,27 @@ int Runtime::keep_cpu(ThreadContext& self) {
 }
 
 void Runtime::step_out(ThreadContext& self) {
-    self.current->state.store(TaskState::Blocked, rel);
+    self.current->status.relabel(TaskState::Blocked);
     workers_.blocked(self);
 }
 
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
-    if (t->state.load(acq) != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
+    if (t->status.state() != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
     // Back in coexec, which binds the thread: a mask it sets is remembered.
     self.own_affinity_applies = false;
     // The cheap way back: no hand-off, no wake-up.
     if (binding_->reclaim(self)) {
         workers_.unblocked(self);
-        t->state.store(TaskState::Running, rel);
+        t->status.relabel(TaskState::Running);
         return NOSV_SUCCESS;
     }
-    if (!transition(t, TaskState::Blocked, TaskState::Ready)) return NOSV_ERR_INVALID_OPERATION;
+    if (!t->status.transition(TaskState::Blocked, TaskState::Ready))
+        return NOSV_ERR_INVALID_OPERATION;
     make_ready(t, true);
     if (wait_for_cpu(self) == kNone) self.cpu = kNone;
     workers_.unblocked(self);
-    t->state.store(TaskState::Running, rel);
+    t->status.relabel(TaskState::Running);
     return NOSV_SUCCESS;
 }
 

@@ -67,7 +67,7 @@ void Runtime::worker_main(ThreadContext& self) {
 void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     task->thread = &self;
     task->events.store(1, std::memory_order_relaxed);
-    task->state.store(TaskState::Running, std::memory_order_release);
+    // The status stays Ready (or Running, inline): see TaskState::Ready.
     self.current = task;
     show_label(self, task->type);
     {
@@ -77,7 +77,8 @@ void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     }
     self.current = nullptr;
     task->thread = nullptr;
-    task->state.store(TaskState::Ended, std::memory_order_release);
+    task->status.reset(TaskState::Ended); // submits nothing paused for are dropped
+    task->deadline.clear();               // and a wake no waitfor used
     release_events(task, 1);
 }
 
@@ -87,7 +88,7 @@ void Runtime::release_events(nosv_task* task, uint64_t count) {
     if (task->events.fetch_sub(count, std::memory_order_acq_rel) != count) return;
     nosv_task* waiter = std::exchange(task->blocking_waiter, nullptr);
     auto completed = task->type->completed;
-    task->state.store(TaskState::Created, std::memory_order_release);
+    task->status.reset(TaskState::Created);
     if (completed) completed(task); // may destroy or resubmit the task
     if (waiter) submit(waiter, NOSV_SUBMIT_NONE);
 }

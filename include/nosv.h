@@ -42,17 +42,23 @@ typedef uint64_t (*nosv_cost_function_t)(nosv_task_t);
 /* ---- Initialisation ---------------------------------------------------- */
 
 /* Joins the shared instance, creating the segment if needed. Calls nest: each
- * successful nosv_init() needs one nosv_shutdown(). Returns NOSV_ERR_UNKNOWN
+ * successful nosv_init() needs one nosv_shutdown(), from the same thread
+ * (several threads may each init and shut down). Returns NOSV_ERR_UNKNOWN
  * when the segment exists but is foreign or corrupt, and
  * NOSV_ERR_OUT_OF_MEMORY when the segment has no free process slot, or no
  * free thread slot for the process's first worker. */
 int nosv_init(void);
 
-/* Leaves the instance once the nesting count drops to zero: every worker
- * thread is joined and every CPU is handed back. Tasks still ready are
- * dropped; the caller must have waited for its work. The last shutdown from
- * a task running on a coexec worker returns NOSV_ERR_INVALID_OPERATION (a
- * worker cannot join itself) and leaves the count as it was. */
+/* Ends one nosv_init() of the calling thread, and leaves the instance once
+ * the nesting count drops to zero: every worker thread is joined and every
+ * CPU is handed back. Tasks still ready are dropped; the caller must have
+ * waited for its work. A thread with no nosv_init() of its own to end gets
+ * NOSV_ERR_INVALID_OPERATION and changes nothing (the threads that did init
+ * can still shut down), unless an adapter's coexec_init_quiet() is pending:
+ * that one belongs to the process and any thread may end it. The last
+ * shutdown from a task running on a coexec worker returns
+ * NOSV_ERR_INVALID_OPERATION too (a worker cannot join itself) and leaves
+ * the count as it was. NOSV_ERR_NOT_INITIALIZED when nothing is joined. */
 int nosv_shutdown(void);
 
 /* The task bound to the calling thread, or NULL outside a task. */
@@ -101,16 +107,29 @@ int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 #define NOSV_SUBMIT_UNLOCKED __BIT(0)
 /* The calling task waits (without a CPU) until the submitted task completes. */
 #define NOSV_SUBMIT_BLOCKING __BIT(1)
-/* Run the task next on the caller's CPU, when the caller next leaves it. */
+/* Run the task next on the CPU the calling thread holds, before the tasks
+ * already ready there, when the thread next leaves that CPU: when the calling
+ * task ends, pauses or yields, or, from a completed callback on a worker, as
+ * soon as the callback returns. A later IMMEDIATE submit from the same thread
+ * takes the place (the earlier task becomes an ordinary ready one). From a
+ * thread holding no CPU, or for a task whose affinity excludes that CPU or
+ * that has a thread of its own (a paused one), it is an ordinary submit. */
 #define NOSV_SUBMIT_IMMEDIATE __BIT(2)
 /* Run the task now, on the calling thread, before returning. */
 #define NOSV_SUBMIT_INLINE __BIT(3)
-/* End a nosv_waitfor() of the task early. */
+/* End a nosv_waitfor() of the task early; only that (it never resumes a
+ * pause or makes the task ready). A task not in nosv_waitfor yet (not run
+ * yet, or running) keeps the wake: its next nosv_waitfor returns at once. */
 #define NOSV_SUBMIT_DEADLINE_WAKE __BIT(4)
 
-/* Makes `task` ready, or resumes it when it is paused. A submit that reaches
- * a running task before it pauses makes that pause return at once. Submitting
- * a task that is already ready returns NOSV_ERR_INVALID_OPERATION. A new task
+/* Makes `task` ready, or resumes it when it is paused. Submits count against
+ * pauses (nOS-V's blocking count): a submit that reaches a task that is not
+ * paused (ready, running, sleeping in nosv_waitfor, blocked) is kept, and
+ * each one kept makes one later nosv_pause() of the task return at once; a
+ * task may so be submitted several times before it pauses again. Submits
+ * still kept when the task's body ends are dropped, and a completed task may
+ * be submitted again (it runs anew). A task whose body ended but whose
+ * events are pending is not complete: NOSV_ERR_INVALID_OPERATION. A new task
  * when every worker of the process is blocked and the segment has no free
  * thread slot for another returns NOSV_ERR_OUT_OF_MEMORY. */
 int nosv_submit(nosv_task_t task, nosv_flags_t flags);
@@ -118,12 +137,17 @@ int nosv_submit(nosv_task_t task, nosv_flags_t flags);
 #define NOSV_PAUSE_NONE __ZEROBITS
 
 /* Blocks the calling task until it is submitted again; its CPU goes to other
- * work meanwhile. Only from a task. */
+ * work meanwhile. Returns at once, keeping the CPU, when a submit of the task
+ * is already kept (see nosv_submit). Only from a task. */
 int nosv_pause(nosv_flags_t flags);
 
 /* Sleeps for `target_ns` without holding a CPU, then waits for a CPU again.
  * `actual_ns` (may be NULL) receives the time the task was away. A submit with
- * NOSV_SUBMIT_DEADLINE_WAKE ends the sleep early. Only from a task. */
+ * NOSV_SUBMIT_DEADLINE_WAKE ends the sleep early; one that came earlier and
+ * that no waitfor used yet (even one sent before the task ran) makes it
+ * return at once, keeping the CPU. A wake no waitfor used is dropped when
+ * the task's body ends. A plain submit meanwhile does not end the sleep: it is kept for the
+ * next nosv_pause. Only from a task. */
 int nosv_waitfor(uint64_t target_ns, uint64_t *actual_ns);
 
 #define NOSV_YIELD_NONE __ZEROBITS
@@ -136,8 +160,12 @@ int nosv_yield(nosv_flags_t flags);
 #define NOSV_SCHEDPOINT_NONE __ZEROBITS
 
 /* A point where the scheduler may switch: when this process's quantum on the
- * CPU is spent and another process waits for it, or a higher-priority task
- * waits. Cheap when nothing is waiting. Only from a task. */
+ * CPU is spent and another process waits for it; when another task of this
+ * process waits for the CPU and the caller's thread has held it for a
+ * quantum (the quantum applies to tasks too, as in nOS-V: tasks that
+ * schedpoint rotate); or when a higher-priority task waits. The caller then
+ * stays ready behind the others, as in nosv_yield(). Cheap when nothing is
+ * waiting. Only from a task. */
 int nosv_schedpoint(nosv_flags_t flags);
 
 /* ---- Events ------------------------------------------------------------ */

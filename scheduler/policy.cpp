@@ -62,6 +62,14 @@ bool SharedScheduler::turn_over(int32_t cpu, int32_t proc, uint64_t now) const {
     return turn_expired(s_.cpus[cpu], proc, now);
 }
 
+bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {
+    // Relaxed: the granter stored since_ns before it published the grant
+    // (release), and the holder acquired that grant before running; nobody
+    // else writes it while the holder keeps the CPU Running.
+    const uint64_t since = s_.cpus[cpu].since_ns.load(rlx);
+    return now > since && now - since >= quantum_ns();
+}
+
 SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self_ready,
                                               WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];

@@ -153,6 +153,10 @@ class SharedScheduler {
     // Whether `proc`'s turn on `cpu` is over (another process's turn, or
     // its quantum is spent at `now`). A stale read only delays a switch.
     bool turn_over(int32_t cpu, int32_t proc, uint64_t now) const;
+    // By the holder of Running `cpu`: whether it has held the CPU for a
+    // quantum at `now` (since it was granted or handed the CPU). Within a
+    // process the quantum applies to its tasks: the next one may run.
+    bool stint_over(int32_t cpu, uint64_t now) const;
 
     // ---- decisions (policy.cpp) ---------------------------------------
     // Outcome of a scheduling decision for a CPU its holder is leaving.

@@ -109,7 +109,8 @@ inline std::chrono::nanoseconds waitfor(std::chrono::nanoseconds d) {
 }
 } // namespace this_task
 
-// Resumes a paused task (or makes a created one ready).
+// Resumes a paused task (or makes a created one ready); a task that is not
+// paused keeps the submit for its next pause (see nosv_submit).
 inline void submit(nosv_task_t task, nosv_flags_t flags = NOSV_SUBMIT_NONE) {
     check(nosv_submit(task, flags), "nosv_submit");
 }

@@ -75,7 +75,9 @@ int coexec_is_active(void);
 
 /* Like nosv_init(), but prints nothing when it fails: the reason is kept
  * for coexec_last_error(). For adapters, which report a failure in one line
- * of their own. */
+ * of their own. The init belongs to the process, not to the calling thread:
+ * the matching nosv_shutdown() may come from any thread (an adapter starts
+ * coexec on whichever thread first needs it and stops it at exit). */
 int coexec_init_quiet(void);
 
 /* Why the last nosv_init() or coexec_init_quiet() of this process failed,

@@ -17,8 +17,9 @@ typedef enum nosv_err {
 	NOSV_ERR_INVALID_CALLBACK = -1,
 	/* Requested task metadata exceeds NOSV_MAX_METADATA_SIZE. */
 	NOSV_ERR_INVALID_METADATA_SIZE = -2,
-	/* The call is not valid in the current state (double submit, detach of a
-	 * thread that is not attached, ...). */
+	/* The call is not valid in the current state (a submit of a task whose
+	 * events are pending, detach of a thread that is not attached, shutdown
+	 * from a thread that did not init, ...). */
 	NOSV_ERR_INVALID_OPERATION = -3,
 	/* An argument is invalid (null pointer, unknown flag, bad index). */
 	NOSV_ERR_INVALID_PARAMETER = -4,

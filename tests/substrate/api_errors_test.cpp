@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -191,6 +192,31 @@ int destroy_task_with_pending_events() {
     return rc;
 }
 
+// A task whose body ended with an event pending: not complete, so a submit
+// is refused (it would run the task again before its completion).
+int submit_task_with_pending_events() {
+    nosv_task_type_t type;
+    nosv_task_t t;
+    EXPECT_EQ(nosv_type_init(
+                  &type, [](nosv_task_t) { EXPECT_EQ(nosv_increase_event_counter(1), 0); }, nullptr,
+                  nullptr, "events", nullptr, nullptr, 0),
+              0);
+    EXPECT_EQ(nosv_create(&t, type, 0, 0), 0);
+    EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE), NOSV_SUCCESS);
+    int rc = nosv_submit(t, NOSV_SUBMIT_NONE);
+    EXPECT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS); // completes it
+    EXPECT_EQ(nosv_destroy(t, NOSV_DESTROY_NONE), NOSV_SUCCESS);
+    nosv_type_destroy(type, 0);
+    return rc;
+}
+
+// nosv_shutdown() from a thread that never called nosv_init().
+int shutdown_from_another_thread() {
+    int rc = INT_MIN;
+    std::thread([&rc] { rc = nosv_shutdown(); }).join();
+    return rc;
+}
+
 nosv_affinity_t g_affinity;
 nosv_affinity_t* cpu_affinity(uint32_t system_cpu) {
     g_affinity = nosv_affinity_get(system_cpu, NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
@@ -262,6 +288,8 @@ const std::vector<Row> kRows = {
      [](Handles&) { return nosv_shutdown(); }},
     {"shutdown_AfterShutdown", Where::AfterShutdown, NOSV_ERR_NOT_INITIALIZED,
      [](Handles&) { return nosv_shutdown(); }},
+    {"shutdown_FromAThreadThatDidNotInit", Where::OutsideTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles&) { return shutdown_from_another_thread(); }},
     {"is_active_BeforeInit", Where::BeforeInit, 0, [](Handles&) { return coexec_is_active(); }},
     {"is_active_AfterShutdown", Where::AfterShutdown, 0,
      [](Handles&) { return coexec_is_active(); }},
@@ -373,6 +401,8 @@ const std::vector<Row> kRows = {
      [](Handles& h) { return nosv_submit(h.task, NOSV_SUBMIT_BLOCKING); }},
     {"submit_InlineOutsideTask", Where::OutsideTask, NOSV_ERR_OUTSIDE_TASK,
      [](Handles& h) { return nosv_submit(h.task, NOSV_SUBMIT_INLINE); }},
+    {"submit_TaskWithPendingEvents", Where::InTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles&) { return submit_task_with_pending_events(); }},
     {"submit_BlockingOnItself", Where::InTask, NOSV_ERR_INVALID_OPERATION,
      [](Handles&) { return nosv_submit(nosv_self(), NOSV_SUBMIT_BLOCKING); }},
     {"submit_InlineOfItself", Where::InTask, NOSV_ERR_INVALID_OPERATION,
