@@ -142,10 +142,11 @@ def catalogue(long):
     grid2 = "88 88 88" if long else "72 72 72"
     # A step of this model takes about 53 ms on 2 idle cores (C++ matmuls; the first step is
     # warm-up, outside the steady time). 28 steps give fig8's alone reference about 1.4 s;
-    # 12 steps (about 0.6 s) next to HPCCG's 72^3 solve (0.7-0.9 s) give hpccg+gpt2 over 1.2 s.
+    # 24 steps next to HPCCG's 72^3 solve give hpccg+gpt2 over 1 s alone (12 steps gave
+    # 0.93 s in session 13's quiet make demo, 18 steps 1.02 s).
     model = "--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 64 --batch 4"
     shape = f"{model} --steps {36 if long else 28}"
-    shape2 = f"{model} --steps {16 if long else 12}"
+    shape2 = f"{model} --steps {28 if long else 24}"
     s = []
 
     def mix(name, spmv, vec, build="clang", alone_kind="omp", env=None, group="fig6", x=None):
