@@ -6,6 +6,7 @@
 #include "shm/liveness.hpp"
 #include "shm/segment.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace coexec::cli {
@@ -120,9 +121,9 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     info.isolation = shm::isolation_name(h.config.isolation);
     info.cpu_count = h.cpu_count;
     info.numa_count = h.numa_count;
-    info.cpu_origin.assign(h.cpu_origin, strnlen(h.cpu_origin, sizeof h.cpu_origin));
-    info.quota_cpus = h.quota_cpus;
-    info.quota_origin.assign(h.quota_origin, strnlen(h.quota_origin, sizeof h.quota_origin));
+    info.cpu_origin = printable(h.cpu_origin);
+    info.quota_cpus = std::max(0, int(h.quota_cpus)); // a torn or corrupt value shows as none
+    info.quota_origin = printable(h.quota_origin);
     for (const auto& t : s.threads)
         if (t.state.load(rlx) != shm::ThreadState::Unused) ++info.threads_used;
     info.unheld_cpus = h.unheld_cpus.load(rlx);

@@ -74,3 +74,16 @@ TEST(Snapshot, BadOwnersAndUnterminatedNamesStayInBounds) {
     EXPECT_EQ(snap.segment.governor, "unknown");
     EXPECT_GT(render_all(snap), 0u);
 }
+
+TEST(Snapshot, CorruptOriginsGiveValidJsonAndNoQuota) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 1;
+    std::memset(s->header.cpu_origin, '\xff', sizeof s->header.cpu_origin); // no NUL, not UTF-8
+    std::memset(s->header.quota_origin, '\x80', sizeof s->header.quota_origin);
+    s->header.quota_cpus = -3;
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    EXPECT_EQ(snap.segment.cpu_origin, std::string(shm::kOriginSize, '?'));
+    EXPECT_EQ(snap.segment.quota_cpus, 0);
+    EXPECT_NO_THROW(cli::info_json(snap, "inherit").dump());
+    EXPECT_GT(render_all(snap), 0u);
+}
