@@ -175,8 +175,10 @@ int destroy_ready_task() {
     return rc;
 }
 
-// nosv_destroy() of a task whose body has ended with an event pending.
-int destroy_task_with_pending_events() {
+// Runs `op` on a task whose body has ended with an event pending (not
+// complete), then completes and destroys it; returns what `op` returned.
+template <class Op>
+int with_pending_event_task(Op op) {
     nosv_task_type_t type;
     nosv_task_t t;
     EXPECT_EQ(nosv_type_init(
@@ -185,29 +187,23 @@ int destroy_task_with_pending_events() {
               0);
     EXPECT_EQ(nosv_create(&t, type, 0, 0), 0);
     EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE), NOSV_SUCCESS);
-    int rc = nosv_destroy(t, NOSV_DESTROY_NONE);
+    int rc = op(t);
     EXPECT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS); // completes it
     EXPECT_EQ(nosv_destroy(t, NOSV_DESTROY_NONE), NOSV_SUCCESS);
     nosv_type_destroy(type, 0);
     return rc;
 }
 
+// nosv_destroy() of a task whose body has ended with an event pending.
+int destroy_task_with_pending_events() {
+    return with_pending_event_task(
+        [](nosv_task_t t) { return nosv_destroy(t, NOSV_DESTROY_NONE); });
+}
+
 // A task whose body ended with an event pending: not complete, so a submit
 // is refused (it would run the task again before its completion).
 int submit_task_with_pending_events() {
-    nosv_task_type_t type;
-    nosv_task_t t;
-    EXPECT_EQ(nosv_type_init(
-                  &type, [](nosv_task_t) { EXPECT_EQ(nosv_increase_event_counter(1), 0); }, nullptr,
-                  nullptr, "events", nullptr, nullptr, 0),
-              0);
-    EXPECT_EQ(nosv_create(&t, type, 0, 0), 0);
-    EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE), NOSV_SUCCESS);
-    int rc = nosv_submit(t, NOSV_SUBMIT_NONE);
-    EXPECT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS); // completes it
-    EXPECT_EQ(nosv_destroy(t, NOSV_DESTROY_NONE), NOSV_SUCCESS);
-    nosv_type_destroy(type, 0);
-    return rc;
+    return with_pending_event_task([](nosv_task_t t) { return nosv_submit(t, NOSV_SUBMIT_NONE); });
 }
 
 // nosv_shutdown() from a thread that never called nosv_init().

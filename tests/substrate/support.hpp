@@ -145,4 +145,26 @@ inline uint64_t now_ns() {
                         .count());
 }
 
+// Joins a private instance for one test; attaches the test thread.
+class Instance {
+  public:
+    explicit Instance(const std::string& extra = "", bool attach = true) : seg_(extra) {
+        EXPECT_EQ(nosv_init(), NOSV_SUCCESS);
+        if (attach) {
+            EXPECT_EQ(nosv_attach(&main_, nullptr, "test", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+        }
+    }
+    ~Instance() {
+        if (main_) {
+            EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+        }
+        EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+    }
+    nosv_task_t main() const { return main_; }
+
+  private:
+    test::ScopedSegment seg_;
+    nosv_task_t main_ = nullptr;
+};
+
 } // namespace coexec::test
