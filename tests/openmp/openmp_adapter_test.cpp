@@ -276,6 +276,53 @@ TEST(Dlopened, SchedYieldSpinsHandTheCpuToTheTeammate) {
     EXPECT_TRUE(contains(r.err, "re-hosted")) << r.err;
 }
 
+// The processes listed by `coexec top --json` on `env`'s segment, by pid.
+std::map<pid_t, nlohmann::json> top_processes(const std::map<std::string, std::string>& env) {
+    const ProcessResult top =
+        run({kCoexecCli, "top", "--once", "--json"},
+            {{"COEXEC_CONFIG_OVERRIDE", env.at("COEXEC_CONFIG_OVERRIDE")}}, 20s);
+    std::map<pid_t, nlohmann::json> procs;
+    EXPECT_EQ(top.exit_code, 0) << top.err;
+    if (top.exit_code != 0) return procs;
+    const auto doc = nlohmann::json::parse(top.out); // outlives the loop
+    for (const auto& p : doc.at("processes"))
+        procs[p.at("pid").get<pid_t>()] = p;
+    return procs;
+}
+
+// An OpenMP worker that waits for the next region has nothing to do, so
+// when another process wants the only CPU it must sleep (paused, out of the
+// ready queue) instead of yield-spinning through its 60 s block time: each
+// yield requeued it, and it took the CPU back at every turn only to spin
+// again. The sleeper's process then has no ready work and gets no CPU.
+TEST(TwoProcesses, IdleWorkerSleepsWhenTheCpuIsWanted) {
+    if (!fs::exists(kCoexecCli)) GTEST_SKIP() << kCoexecCli << " is not built";
+    auto env = rehosted_env("idlesleep");
+    env["COEXEC_CONFIG_OVERRIDE"] += ",topology.binding=0";
+    env["OMP_NUM_THREADS"] = "2";
+    auto idle_env = env;
+    idle_env["KMP_BLOCKTIME"] = "60000";
+    Subprocess idle({program("omp_features", "clang"), "reduction", "sleep"}, idle_env);
+    Subprocess busy({program("omp_spin", "gcc"), "4"}, env);
+    std::this_thread::sleep_for(1500ms); // past the region, both in the segment
+    ASSERT_TRUE(idle.running());
+    ASSERT_TRUE(busy.running());
+    std::map<pid_t, nlohmann::json> first = top_processes(env);
+    ASSERT_TRUE(first.contains(idle.pid())) << "the idle process is not in the segment";
+    std::this_thread::sleep_for(1s);
+    std::map<pid_t, nlohmann::json> second = top_processes(env);
+    ASSERT_TRUE(second.contains(idle.pid()));
+    const auto handoffs = [&](std::map<pid_t, nlohmann::json>& procs) {
+        return procs.at(idle.pid()).at("handoffs").get<uint64_t>();
+    };
+    // The busy process takes a turn every quantum; a requeued spinner would
+    // get the CPU back at most of them.
+    EXPECT_LE(handoffs(second) - handoffs(first), 2u)
+        << "the idle worker kept taking the CPU back";
+    EXPECT_EQ(second.at(idle.pid()).at("ready").get<int64_t>(), 0) << "the idle worker is ready work";
+    EXPECT_EQ(busy.wait(60s).exit_code, 0);
+}
+
 // A root thread gives its CPU back between parallel regions (the default
 // root policy, region), keeps it only while serial code is short (keep) or
 // lends it (lend): with coexec managing a single CPU, a process whose main

@@ -180,6 +180,8 @@ class ThreadSlot {
     bool inside_coexec() const { return inside_ != 0; }
     // Counts the calls of a spinning thread; see __kmp_coexec_yield().
     unsigned spin_tick() { return ++spins_; }
+    // A yield's request that the wait loop sleep (see __kmp_coexec_yield()).
+    bool& sleep_request() { return sleep_request_; }
 
     Role role() const { return role_; }
     bool holds_cpu() const { return holds_; }
@@ -287,6 +289,7 @@ class ThreadSlot {
     bool holds_ = false;
     int depth_ = 0;
     unsigned spins_ = 0;
+    bool sleep_request_ = false;
     void* task_ = nullptr;
     bool have_mask_ = false;
     bool keeps_affinity_ = false; // attached with COEXEC_ATTACH_KEEP_AFFINITY
@@ -380,16 +383,37 @@ bool __kmp_coexec_yield() {
     // CPU (a root in serial code, a host thread of another library), without
     // a system call on every spin of a short barrier; the raw syscall
     // bypasses the sched_yield wrapper.
+    //
+    // A thread that waits has nothing to do with the CPU, so when someone
+    // wants it the first probe asks the wait loop to sleep (libomp's wait
+    // loops check right after yielding). A yield would requeue the thread
+    // as ready work, and it would take CPUs back from threads that have
+    // work only to spin again. A request still pending at the next probe
+    // came from a wait that cannot sleep: that probe yields.
     constexpr unsigned kProbeEvery = 8, kYieldEvery = 256;
     const unsigned spin = slot.spin_tick();
     if (spin % kProbeEvery != 0) return true;
     if (coexec_cpu_wanted()) {
+        if (!slot.sleep_request()) {
+            slot.sleep_request() = true;
+            return true;
+        }
+        slot.sleep_request() = false;
         ThreadSlot::Inside inside(slot);
         nosv_yield(NOSV_YIELD_NONE);
     } else if (spin % kYieldEvery == 0) {
         syscall(SYS_sched_yield);
     }
     return true;
+}
+
+bool __kmp_coexec_sleep_requested() {
+    if (!slot.sleep_request()) return false;
+    slot.sleep_request() = false;
+    // The request may come from an earlier wait: sleep only if the CPU is
+    // still wanted, and only with a task to pause (else libomp would block
+    // the thread on its condition variable while it holds the CPU).
+    return coexec_cpu_wanted() && __kmp_coexec_sleep_task() != nullptr;
 }
 
 bool __kmp_coexec_spare_cpus(int* spare) {

@@ -54,8 +54,16 @@ void __kmp_coexec_pause();
 void __kmp_coexec_wake(void* task);
 
 // Called instead of sched_yield(). Returns true when it handled the yield: a
-// coexec thread gives its CPU only if some other thread waits for it.
+// coexec thread gives its CPU only if some other thread waits for it. When
+// one does, the first such yield asks the wait loop to sleep instead (see
+// __kmp_coexec_sleep_requested()); if the loop did not take the request by
+// the next probe, the yield hands the CPU over and requeues the thread.
 bool __kmp_coexec_yield();
+
+// Called by a wait loop that may sleep now: true, once, when a yield asked
+// it to and a thread still waits for the CPU. The loop then suspends (a
+// coexec pause) and the thread it waits for resumes it.
+bool __kmp_coexec_sleep_requested();
 
 // For OMP_DYNAMIC teams: stores coexec's spare CPUs (coexec_spare_cpus())
 // and returns true, or returns false when coexec is off.
