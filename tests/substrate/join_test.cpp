@@ -38,11 +38,17 @@ Job& job_of(nosv_task_t t) {
 
 void run_job(nosv_task_t self) {
     Job& j = job_of(self);
-    if (j.gate)
-        while (!j.gate->load(std::memory_order_acquire))
+    if (j.gate) {
+        while (!j.gate->load(std::memory_order_acquire)) {
             EXPECT_EQ(nosv_waitfor(200'000, nullptr), NOSV_SUCCESS);
-    if (j.sleep_ns) EXPECT_EQ(nosv_waitfor(j.sleep_ns, nullptr), NOSV_SUCCESS);
-    if (j.result) EXPECT_EQ(nosv_set_result(j.result), NOSV_SUCCESS);
+        }
+    }
+    if (j.sleep_ns) {
+        EXPECT_EQ(nosv_waitfor(j.sleep_ns, nullptr), NOSV_SUCCESS);
+    }
+    if (j.result) {
+        EXPECT_EQ(nosv_set_result(j.result), NOSV_SUCCESS);
+    }
 }
 
 void count_completion(nosv_task_t self) {
@@ -167,8 +173,11 @@ TEST_F(Join, JoinAllIsAllOrNothingOnTimeout) {
     for (void* r : results)
         EXPECT_EQ(r, as_result(77)); // nothing gathered
     // The others completed and are still there: waiting for them succeeds.
-    for (size_t i = 0; i < n; ++i)
-        if (i != n / 2) EXPECT_EQ(nosv_wait(tasks[i], kPatienceNs), NOSV_SUCCESS) << i;
+    for (size_t i = 0; i < n; ++i) {
+        if (i != n / 2) {
+            EXPECT_EQ(nosv_wait(tasks[i], kPatienceNs), NOSV_SUCCESS) << i;
+        }
+    }
     gate = true;
     ASSERT_EQ(nosv_join_all(tasks.data(), results.data(), n, kPatienceNs), NOSV_SUCCESS);
     for (size_t i = 0; i < n; ++i)
@@ -297,18 +306,19 @@ TEST_F(Join, InlineRunsCanBeJoined) {
 // Joiners outside coexec sleep on the thread; a blocked task
 // (coexec_block_enter) is outside coexec too.
 TEST_F(Join, PlainThreadsAndBlockedTasksJoin) {
-    std::atomic<bool> gate{false};
-    nosv_task_t a = submitted({as_result(1), &gate});
-    nosv_task_t b = submitted({as_result(2), &gate});
+    std::atomic<bool> gate_a{false}, gate_b{false};
+    nosv_task_t a = submitted({as_result(1), &gate_a});
+    nosv_task_t b = submitted({as_result(2), &gate_b});
     std::thread plain([&] {
         EXPECT_EQ(nosv_join(a, nullptr, 1'000'000), NOSV_ERR_TIMEOUT);
+        gate_a = true;
         void* r = nullptr;
         EXPECT_EQ(nosv_join(a, &r, kPatienceNs), NOSV_SUCCESS);
         EXPECT_EQ(r, as_result(1));
     });
     ASSERT_EQ(coexec_block_enter(), NOSV_SUCCESS);
     EXPECT_EQ(nosv_wait(b, 1'000'000), NOSV_ERR_TIMEOUT);
-    gate = true;
+    gate_b = true;
     void* r = nullptr;
     EXPECT_EQ(nosv_join(b, &r, kPatienceNs), NOSV_SUCCESS);
     EXPECT_EQ(r, as_result(2));
@@ -484,7 +494,9 @@ TEST_F(Join, ManyJoinersManyTasksRandomOrder) {
         std::shuffle(gate_order.begin(), gate_order.end(), rng);
         for (size_t g : gate_order) {
             gates[g] = true;
-            if (g % 8 == 0) EXPECT_EQ(nosv_waitfor(100'000, nullptr), NOSV_SUCCESS);
+            if (g % 8 == 0) {
+                EXPECT_EQ(nosv_waitfor(100'000, nullptr), NOSV_SUCCESS);
+            }
         }
         ASSERT_EQ(nosv_join_all(joiner_tasks.data(), nullptr, joiner_tasks.size(), kPatienceNs),
                   NOSV_SUCCESS);
