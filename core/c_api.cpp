@@ -112,11 +112,18 @@ COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t meta
     RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    if (!task || !valid(type) || flags != NOSV_CREATE_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    if (!task || !valid(type) || (flags & ~NOSV_CREATE_JOINABLE)) return NOSV_ERR_INVALID_PARAMETER;
     if (type->external) return NOSV_ERR_INVALID_CALLBACK;
     if (metadata_size > NOSV_MAX_METADATA_SIZE) return NOSV_ERR_INVALID_METADATA_SIZE;
     nosv_task* t = rt->new_task(type, metadata_size);
     if (!t) return NOSV_ERR_OUT_OF_MEMORY;
+    if (flags & NOSV_CREATE_JOINABLE) {
+        t->join.reset(new (std::nothrow) coexec::core::JoinState);
+        if (!t->join) {
+            rt->delete_task(t);
+            return NOSV_ERR_OUT_OF_MEMORY;
+        }
+    }
     *task = t;
     return NOSV_SUCCESS;
 }
@@ -130,6 +137,9 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
     // Ready, running, paused, or ended with events pending: not complete
     // yet, and the runtime still refers to it.
     if (task->status.state() != TaskState::Created) return NOSV_ERR_BUSY;
+    // A joinable task whose completion is not counted yet (its completed
+    // callback runs) or that a joiner waits for.
+    if (task->join && !task->join->settled()) return NOSV_ERR_BUSY;
     rt->delete_task(task);
     return NOSV_SUCCESS;
 }

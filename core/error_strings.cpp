@@ -24,6 +24,8 @@ COEXEC_API const char* nosv_get_error_string(int error_code) {
         return "Unknown error (see stderr for the shared segment)";
     case NOSV_ERR_BUSY:
         return "Resource busy";
+    case NOSV_ERR_TIMEOUT:
+        return "Timed out";
     default:
         return "Error code not recognized";
     }

@@ -78,6 +78,16 @@ class Runtime {
     // Completes `task` if its last event is gone.
     void release_events(nosv_task* task, uint64_t count);
 
+    // ---- joinable tasks (join.cpp) ------------------------------------
+    // Waits until each of `tasks` (valid, joinable, distinct) completed the
+    // run last submitted, at most `timeout_ns` (0: only checks; UINT64_MAX:
+    // no limit). A calling task waits without its CPU. Returns the codes
+    // that nosv_join_all documents.
+    int join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns);
+    // Counts a completed run of a joinable task and wakes its joiner: the
+    // completion's last access to the task, which the joiner may destroy.
+    void finish_join(JoinState& join);
+
     scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
     // Task storage: a task plus `metadata_size` bytes.
     nosv_task* new_task(nosv_task_type* type, size_t metadata_size);

@@ -4,11 +4,13 @@
 
 #include <nosv.h>
 
+#include "core/join_state.hpp"
 #include "core/task_status.hpp"
 #include "scheduler/shared_scheduler.hpp"
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace coexec::core {
@@ -44,6 +46,8 @@ struct alignas(64) nosv_task {
     int32_t preempted_cpu = -1;           // where a preempted task waits (push_preempted)
     uint64_t magic = 0;                   // kTaskMagic while alive
     size_t metadata_size = 0;
+    // Only for NOSV_CREATE_JOINABLE tasks: their runs, joiner and result.
+    std::unique_ptr<coexec::core::JoinState> join;
     // Metadata follows the struct.
     void* metadata() { return metadata_size ? reinterpret_cast<char*>(this + 1) : nullptr; }
 };

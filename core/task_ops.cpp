@@ -49,6 +49,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     if (flags & NOSV_SUBMIT_INLINE) {
         if (!t->status.transition(TaskState::Created, TaskState::Running))
             return NOSV_ERR_INVALID_OPERATION;
+        if (t->join) t->join->begin_run();
         if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
         run_task(*self, t);
         self->current = caller;
@@ -72,6 +73,9 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
     switch (t->status.submit()) {
     case TaskStatus::Submit::Readied:
+        // A task with no thread is fresh (a paused one keeps its thread):
+        // joiners from now on wait for this new run.
+        if (t->join && !t->thread) t->join->begin_run();
         break;
     case TaskStatus::Submit::Banked:
         // Ready, running, sleeping or blocked: its next pause returns at once.

@@ -88,8 +88,10 @@ void Runtime::release_events(nosv_task* task, uint64_t count) {
     if (task->events.fetch_sub(count, std::memory_order_acq_rel) != count) return;
     nosv_task* waiter = std::exchange(task->blocking_waiter, nullptr);
     auto completed = task->type->completed;
+    JoinState* join = task->join.get(); // a joinable task outlives its callback
     task->status.reset(TaskState::Created);
     if (completed) completed(task); // may destroy or resubmit the task
+    if (join) finish_join(*join);   // the last access: a joiner may destroy it
     if (waiter) submit(waiter, NOSV_SUBMIT_NONE);
 }
 

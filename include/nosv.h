@@ -214,6 +214,50 @@ int nosv_attach(nosv_task_t *task, nosv_affinity_t *affinity, const char *label,
  * kernel affinity becomes the mask it showed while attached. */
 int nosv_detach(nosv_flags_t flags);
 
+/* ---- Joinable tasks ---------------------------------------------------- */
+
+/* A nosv_create() flag: the task can be waited for with nosv_join,
+ * nosv_join_all, nosv_wait and nosv_wait_all, and hand a result to its
+ * joiner with nosv_set_result. It must not destroy itself (from its
+ * completed callback nosv_destroy returns NOSV_ERR_BUSY): its joiner
+ * does, or, after a nosv_wait, whoever calls nosv_destroy. */
+#define NOSV_CREATE_JOINABLE __BIT(1)
+
+/* Waits until the joinable `task` completes the run last submitted (its
+ * completed callback has returned), stores the value its body gave
+ * nosv_set_result (NULL if none) in `*resval` (`resval` may be NULL), and
+ * destroys the task. `timeout` is in nanoseconds: (uint64_t)-1 waits
+ * without limit, 0 only checks, anything else waits at most that long.
+ * Callable from a task, which waits without its CPU (the CPU runs other
+ * work meanwhile), from an attached thread (likewise), and from a thread
+ * outside coexec, which sleeps. Returns NOSV_ERR_TIMEOUT when the run has
+ * not completed in time (the task stays, and may be joined again);
+ * NOSV_ERR_INVALID_PARAMETER for a task that is not joinable or that
+ * another thread is joining or waiting for (one joiner at a time);
+ * NOSV_ERR_INVALID_OPERATION for the calling task itself, a task never
+ * submitted, or a wait with a timeout from a coexec worker outside a task
+ * (a completed callback), which cannot give its CPU away. */
+int nosv_join(nosv_task_t task, void **resval, uint64_t timeout);
+
+/* nosv_join for `ntasks` distinct joinable tasks, with one time limit for
+ * all. `resvals` (may be NULL) receives each task's result at the same
+ * index. All or nothing: on any error, NOSV_ERR_TIMEOUT included, no task
+ * is destroyed and no result is stored. */
+int nosv_join_all(nosv_task_t *tasks, void **resvals, size_t ntasks, uint64_t timeout);
+
+/* As nosv_join, but neither gathers the result nor destroys the task: it
+ * may be submitted again, and must be destroyed with nosv_destroy. */
+int nosv_wait(nosv_task_t task, uint64_t timeout);
+
+/* As nosv_join_all, without results and without destroying the tasks. */
+int nosv_wait_all(nosv_task_t *tasks, size_t ntasks, uint64_t timeout);
+
+/* Sets the result of the calling task's current run, which nosv_join
+ * gathers. Only from a task (NOSV_ERR_OUTSIDE_TASK otherwise); a task that
+ * is not joinable gets NOSV_ERR_INVALID_OPERATION. Each submit of a new
+ * run resets the result to NULL. */
+int nosv_set_result(void *resval);
+
 /* ---- Getters and setters ---------------------------------------------- */
 
 /* Pointer to the task's metadata, or NULL if none was requested. */

@@ -33,8 +33,11 @@ typedef enum nosv_err {
 	NOSV_ERR_UNKNOWN = -8,
 	/* A resource is busy (for example a task that is still running). */
 	NOSV_ERR_BUSY = -9,
+	/* A wait with a time limit ended before what it waited for (nosv_join
+	 * and nosv_wait with a timeout). */
+	NOSV_ERR_TIMEOUT = -10,
 	/* Not a real code: one past the last one. */
-	NOSV_ERR_MAX = -10,
+	NOSV_ERR_MAX = -11,
 } nosv_err_t;
 
 /* Returns a static, human-readable description of `error_code`, or

@@ -213,6 +213,81 @@ int shutdown_from_another_thread() {
     return rc;
 }
 
+// ---- joinable tasks ----------------------------------------------------
+
+// Runs `run` as the body of a joinable task, inline on the calling
+// (attached) thread, then joins it; returns what the body stored in
+// g_body_rc.
+int joinable_inline(void (*run)(nosv_task_t)) {
+    nosv_task_type_t type;
+    nosv_task_t t;
+    if (nosv_type_init(&type, run, nullptr, nullptr, "joinable", nullptr, nullptr, 0) != 0 ||
+        nosv_create(&t, type, 0, NOSV_CREATE_JOINABLE) != 0)
+        return INT_MIN;
+    g_body_rc = INT_MIN;
+    EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_INLINE), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_join(t, nullptr, 0), NOSV_SUCCESS);
+    nosv_type_destroy(type, 0);
+    return g_body_rc;
+}
+
+// `op` on a joinable task that was created and never submitted.
+template <class Op>
+int with_unsubmitted_joinable(Handles& h, Op op) {
+    nosv_task_t t;
+    EXPECT_EQ(nosv_create(&t, h.type, 0, NOSV_CREATE_JOINABLE), NOSV_SUCCESS);
+    int rc = op(t);
+    EXPECT_EQ(nosv_destroy(t, NOSV_DESTROY_NONE), NOSV_SUCCESS);
+    return rc;
+}
+
+// `op` on a joinable task that runs until it is let go; joined after.
+std::atomic<bool> g_let_go{false};
+template <class Op>
+int with_running_joinable(Op op) {
+    nosv_task_type_t type;
+    nosv_task_t t;
+    EXPECT_EQ(nosv_type_init(
+                  &type,
+                  [](nosv_task_t) {
+                      while (!g_let_go)
+                          nosv_waitfor(100'000, nullptr);
+                  },
+                  nullptr, nullptr, "held", nullptr, nullptr, 0),
+              0);
+    EXPECT_EQ(nosv_create(&t, type, 0, NOSV_CREATE_JOINABLE), 0);
+    g_let_go = false;
+    EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    int rc = op(t);
+    g_let_go = true;
+    EXPECT_EQ(nosv_join(t, nullptr, UINT64_MAX), NOSV_SUCCESS);
+    nosv_type_destroy(type, 0);
+    return rc;
+}
+
+// nosv_join with a timeout from a completed callback on a worker (no task
+// bound, a CPU held): refused.
+nosv_task_t g_join_target = nullptr;
+int join_from_a_completed_callback(Handles& h) {
+    nosv_task_type_t type;
+    nosv_task_t t;
+    EXPECT_EQ(nosv_type_init(
+                  &type, run_nothing, nullptr,
+                  [](nosv_task_t) { g_body_rc = nosv_join(g_join_target, nullptr, 1000); },
+                  "callback", nullptr, nullptr, 0),
+              0);
+    EXPECT_EQ(nosv_create(&t, type, 0, 0), 0);
+    int rc = with_unsubmitted_joinable(h, [&](nosv_task_t target) {
+        g_join_target = target;
+        g_body_rc = INT_MIN;
+        EXPECT_EQ(nosv_submit(t, NOSV_SUBMIT_BLOCKING), NOSV_SUCCESS);
+        return int(g_body_rc);
+    });
+    EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
+    nosv_type_destroy(type, 0);
+    return rc;
+}
+
 nosv_affinity_t g_affinity;
 nosv_affinity_t* cpu_affinity(uint32_t system_cpu) {
     g_affinity = nosv_affinity_get(system_cpu, NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
@@ -628,6 +703,79 @@ const std::vector<Row> kRows = {
     {"get_num_cpus_in_domain_SecondNode", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
      [](Handles&) { return nosv_get_num_cpus_in_domain(NOSV_TOPO_LEVEL_NODE, 1); }},
 
+    // ---- joinable tasks ------------------------------------------------------------------------
+    {"create_Joinable", Where::OutsideTask, NOSV_SUCCESS,
+     [](Handles& h) { nosv_task_t t; return create_rc(&t, h.type, 0, NOSV_CREATE_JOINABLE); }},
+    {"join_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles& h) { return nosv_join(h.fake_task, nullptr, 0); }},
+    {"join_AfterShutdown", Where::AfterShutdown, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles& h) { return nosv_join(h.task, nullptr, 0); }},
+    {"join_Null", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles&) { return nosv_join(nullptr, nullptr, UINT64_MAX); }},
+    {"join_NotATask", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles& h) { return nosv_join(h.fake_task, nullptr, UINT64_MAX); }},
+    {"join_NotJoinable", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles& h) { return nosv_join(h.task, nullptr, UINT64_MAX); }},
+    {"join_NeverSubmitted", Where::InTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles& h) {
+         return with_unsubmitted_joinable(h, [](nosv_task_t t) { return nosv_join(t, nullptr, UINT64_MAX); });
+     }},
+    {"join_Itself", Where::InTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles&) {
+         return joinable_inline([](nosv_task_t self) { g_body_rc = nosv_join(self, nullptr, UINT64_MAX); });
+     }},
+    {"join_TimeoutZeroWhileRunning", Where::InTask, NOSV_ERR_TIMEOUT,
+     [](Handles&) { return with_running_joinable([](nosv_task_t t) { return nosv_join(t, nullptr, 0); }); }},
+    {"join_ShortTimeoutWhileRunning", Where::OutsideTask, NOSV_ERR_TIMEOUT,
+     [](Handles&) { return with_running_joinable([](nosv_task_t t) { return nosv_join(t, nullptr, 1000); }); }},
+    {"join_WithTimeoutInACompletedCallback", Where::InTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles& h) { return join_from_a_completed_callback(h); }},
+    {"join_all_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles& h) { return nosv_join_all(&h.fake_task, nullptr, 1, 0); }},
+    {"join_all_NullList", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles&) { return nosv_join_all(nullptr, nullptr, 1, UINT64_MAX); }},
+    {"join_all_EmptyList", Where::OutsideTask, NOSV_SUCCESS,
+     [](Handles&) { return nosv_join_all(nullptr, nullptr, 0, UINT64_MAX); }},
+    {"join_all_NotJoinable", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles& h) { return nosv_join_all(&h.task, nullptr, 1, UINT64_MAX); }},
+    {"join_all_SameTaskTwice", Where::InTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles&) {
+         return with_running_joinable([](nosv_task_t t) {
+             nosv_task_t twice[] = {t, t};
+             return nosv_join_all(twice, nullptr, 2, UINT64_MAX);
+         });
+     }},
+    {"wait_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles& h) { return nosv_wait(h.fake_task, 0); }},
+    {"wait_NotATask", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles& h) { return nosv_wait(h.fake_task, UINT64_MAX); }},
+    {"wait_NotJoinable", Where::InTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles& h) { return nosv_wait(h.task, UINT64_MAX); }},
+    {"wait_NeverSubmitted", Where::OutsideTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles& h) {
+         return with_unsubmitted_joinable(h, [](nosv_task_t t) { return nosv_wait(t, 0); });
+     }},
+    {"wait_ShortTimeoutWhileBlocked", Where::InBlockedTask, NOSV_ERR_TIMEOUT,
+     [](Handles&) { return with_running_joinable([](nosv_task_t t) { return nosv_wait(t, 1000); }); }},
+    {"wait_all_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles& h) { return nosv_wait_all(&h.fake_task, 1, 0); }},
+    {"wait_all_NullList", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles&) { return nosv_wait_all(nullptr, 3, 0); }},
+    {"wait_all_NotATask", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles& h) { return nosv_wait_all(&h.fake_task, 1, 0); }},
+    {"set_result_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles&) { return nosv_set_result(nullptr); }},
+    {"set_result_OutsideTask", Where::OutsideTask, NOSV_ERR_OUTSIDE_TASK,
+     [](Handles&) { return nosv_set_result(nullptr); }},
+    {"set_result_NotJoinable", Where::InTask, NOSV_ERR_INVALID_OPERATION,
+     [](Handles&) { return nosv_set_result(nullptr); }},
+    {"set_result_InAJoinableTask", Where::InTask, NOSV_SUCCESS,
+     [](Handles&) {
+         return joinable_inline([](nosv_task_t) { g_body_rc = nosv_set_result(&g_body_rc); });
+     }},
+    {"get_error_string_Timeout", Where::BeforeInit, 0,
+     [](Handles&) { return int(std::strcmp(nosv_get_error_string(NOSV_ERR_TIMEOUT), "Error code not recognized") == 0); }},
+
     // ---- coexec/ext.h ------------------------------------------------------------------------
     {"block_enter_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
      [](Handles&) { return coexec_block_enter(); }},
@@ -824,6 +972,11 @@ TEST(ApiErrorsTable, CoversEveryFunction) {
                                "get_current_logical_domain",
                                "get_current_system_domain",
                                "get_num_cpus_in_domain",
+                               "join",
+                               "join_all",
+                               "wait",
+                               "wait_all",
+                               "set_result",
                                "block_enter",
                                "lend_cpu",
                                "keep_cpu",
