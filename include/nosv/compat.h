@@ -33,6 +33,13 @@
 extern "C" {
 #endif
 
+/* nosv_barrier_wait()'s answer for one participant per round. <pthread.h>
+ * declares it only for POSIX 2001 and later; strict ISO C builds get it here,
+ * with glibc's value. */
+#ifndef PTHREAD_BARRIER_SERIAL_THREAD
+#define PTHREAD_BARRIER_SERIAL_THREAD (-1)
+#endif
+
 /* ---- Opaque objects ---------------------------------------------------- */
 
 #define SIZEOF_NOSV_MUTEX 64
