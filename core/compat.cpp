@@ -185,6 +185,14 @@ bool wait_until(SpinLock& guard, WaitQueue& queue, Waiter& w, const timespec& ab
 }
 
 // ---- Mutex --------------------------------------------------------------
+//
+// Fairness: unlock hands the mutex straight to the longest waiter (it stays
+// held meanwhile), so waiters get it in arrival order, and a newcomer never
+// overtakes them (it finds the mutex held). Each contended lock costs one
+// pause and one submit; with barging instead, a woken task could find the
+// mutex retaken and pause again, a CPU switch for nothing, and could starve.
+// The price is a convoy: the mutex stays with the woken task until it gets
+// a CPU back, even if the unlocker would re-lock at once.
 
 // The lock word: free, held, or held with waiters queued. Under the guard,
 // kQueued holds exactly when the queue is not empty. The fast paths are
@@ -237,6 +245,7 @@ int unlock(Mutex& m) {
     // kQueued (it cannot drop back to kHeld or kFree without us): a waiter
     // is queued, and it takes the mutex over, still held.
     Waiter* w = m.queue.pop();
+    if (!w) return EPERM; // only if the caller broke the mutex (a double unlock)
     if (m.queue.empty()) m.word.store(kHeld, release);
     grant(w);
     return 0;
