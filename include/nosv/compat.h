@@ -96,10 +96,11 @@ typedef union nosv_rwlockattr_ext {
 	uint64_t __align;
 } nosv_rwlockattr_t;
 
-/* Static initialisers, like PTHREAD_MUTEX_INITIALIZER & co. */
-#define NOSV_MUTEX_INITIALIZER {0}
-#define NOSV_COND_INITIALIZER {0}
-#define NOSV_RWLOCK_INITIALIZER {0}
+/* Static initialisers, like PTHREAD_MUTEX_INITIALIZER & co. (all zero; the
+ * inner braces keep C++ compilers' -Wmissing-braces quiet). */
+#define NOSV_MUTEX_INITIALIZER {{0}}
+#define NOSV_COND_INITIALIZER {{0}}
+#define NOSV_RWLOCK_INITIALIZER {{0}}
 
 /* Flags (none defined yet). */
 #define NOSV_MUTEX_NONE __ZEROBITS
