@@ -147,13 +147,13 @@ int nosv_barrierattr_destroy(nosv_barrierattr_t *attr);
 int nosv_barrier_init(nosv_barrier_t *barrier, const nosv_barrierattr_t *attr, unsigned count);
 
 /* Ends a barrier; nosv_barrier_init() may reuse it. EINVAL when barrier is
- * NULL (or was never initialised), EBUSY while participants wait in it. */
+ * NULL or already destroyed, EBUSY while participants wait in it. */
 int nosv_barrier_destroy(nosv_barrier_t *barrier);
 
 /* Waits until `count` participants have called it, then lets them all go
  * and starts over for the next round. Waiting tasks leave their CPU. The
  * last one to arrive returns PTHREAD_BARRIER_SERIAL_THREAD without waiting;
- * the others return 0. EINVAL when barrier is NULL or not initialised. */
+ * the others return 0. EINVAL when barrier is NULL or destroyed. */
 int nosv_barrier_wait(nosv_barrier_t *barrier);
 
 /* ---- Condition variables ---------------------------------------------- */
