@@ -565,6 +565,30 @@ TEST(Compat, BarrierOnEveryCpuHasOneSerialThreadPerRound) {
     EXPECT_EQ(nosv_barrier_destroy(&b), 0);
 }
 
+// Tasks and a plain thread (which blocks its thread) meet at one barrier.
+TEST(Compat, BarrierMixesTasksAndAPlainThread) {
+    Instance in;
+    Spawner sp;
+    constexpr int rounds = 30;
+    nosv_barrier_t b;
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, 3), 0);
+    std::atomic<int> serial{0}, passed{0};
+    auto meet = [&] {
+        for (int r = 0; r < rounds; ++r) {
+            const int rc = nosv_barrier_wait(&b);
+            (rc == PTHREAD_BARRIER_SERIAL_THREAD ? serial : passed).fetch_add(1);
+        }
+    };
+    ASSERT_EQ(sp.spawn(meet), NOSV_SUCCESS);
+    std::thread plain(meet);
+    meet(); // the attached main task
+    plain.join();
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == 1; }));
+    EXPECT_EQ(serial.load(), rounds);
+    EXPECT_EQ(passed.load(), 2 * rounds);
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+}
+
 TEST(Compat, RwlockReadersShareAndWritersExclude) {
     Instance in;
     Spawner sp;
