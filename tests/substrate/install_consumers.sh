@@ -17,6 +17,10 @@ export NOSV_CONFIG_OVERRIDE=shared_memory.name=install$$
 ${CC:-cc} -std=c11 ${WARNING_FLAGS:--Wall -Wextra -Werror} "$src/examples/c/tasks.c" -I"$prefix/include" -L"$libdir" -lnosv \
   -Wl,-rpath,"$libdir" -o "$work/tasks"
 "$work/tasks" 1000
+# shellcheck disable=SC2086
+${CC:-cc} -std=c11 ${WARNING_FLAGS:--Wall -Wextra -Werror} "$src/examples/c/compat.c" -I"$prefix/include" -L"$libdir" -lnosv \
+  -Wl,-rpath,"$libdir" -o "$work/compat"
+"$work/compat" >/dev/null
 
 # 2. pkg-config, under both names.
 export PKG_CONFIG_PATH=$libdir/pkgconfig

@@ -1,0 +1,789 @@
+// nosv/compat.h on the real runtime: the primitives block the task, not its
+// thread (on one CPU, with preemption off, a blocked thread would hold the
+// CPU that the task it waits for needs: those tests would hang and their
+// forked child be killed); mutual exclusion, condition signals and timeouts,
+// barriers, read-write locks, nosv_pthread_create and the POSIX errors.
+#include "support.hpp"
+
+#include <nosv.h>
+#include <nosv/compat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using namespace coexec;
+using namespace std::chrono_literals;
+
+namespace {
+
+using test::Instance;
+
+constexpr auto kPatience = std::chrono::seconds(20); // far beyond any correct run
+
+// ---- tasks that run a closure ------------------------------------------------
+
+struct Closure {
+    std::function<void()> body;
+    std::atomic<int>* finished;
+};
+
+void run_closure(nosv_task_t t) {
+    (*static_cast<Closure**>(nosv_get_task_metadata(t)))->body();
+}
+void completed_closure(nosv_task_t t) {
+    Closure* c = *static_cast<Closure**>(nosv_get_task_metadata(t));
+    std::atomic<int>* finished = c->finished;
+    delete c;
+    nosv_destroy(t, NOSV_DESTROY_NONE);
+    finished->fetch_add(1);
+}
+
+// A task type whose tasks run closures and count themselves in `finished`
+// when complete (then free themselves).
+class Spawner {
+  public:
+    Spawner() {
+        EXPECT_EQ(nosv_type_init(&type_, run_closure, nullptr, completed_closure, "compat", nullptr,
+                                 nullptr, NOSV_TYPE_INIT_NONE),
+                  NOSV_SUCCESS);
+    }
+    ~Spawner() { nosv_type_destroy(type_, NOSV_TYPE_DESTROY_NONE); }
+    int spawn(std::function<void()> body) {
+        nosv_task_t t;
+        if (nosv_create(&t, type_, sizeof(Closure*), NOSV_CREATE_NONE) != NOSV_SUCCESS) return -1;
+        *static_cast<Closure**>(nosv_get_task_metadata(t)) =
+            new Closure{std::move(body), &finished};
+        return nosv_submit(t, NOSV_SUBMIT_NONE);
+    }
+    std::atomic<int> finished{0};
+
+  private:
+    nosv_task_type_t type_ = nullptr;
+};
+
+// From an attached task: yields the CPU until `done()` or kPatience.
+template <class Done>
+bool yield_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        nosv_yield(NOSV_YIELD_NONE);
+    }
+    return true;
+}
+
+// A few scheduling rounds for whatever is ready on this CPU.
+void let_others_run() {
+    for (int i = 0; i < 20; ++i)
+        nosv_yield(NOSV_YIELD_NONE);
+}
+
+timespec realtime_in(std::chrono::nanoseconds d) {
+    timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const int64_t ns = int64_t(now.tv_nsec) + d.count();
+    return timespec{now.tv_sec + time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)};
+}
+
+// For the forked children of on_one_cpu: reports and ends the child with
+// status 1 at once (tasks may still wait on objects in the caller's frame).
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);                \
+            std::_Exit(1);                                                                         \
+        }                                                                                          \
+    } while (0)
+
+// Runs `body` in a forked child that joined an instance managing only CPU
+// 0, with preemption off, as an attached task (it holds that CPU). Returns
+// the child's status: 0 when body returned 0, -1 when it hung.
+int on_one_cpu(const std::function<int()>& body) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
+    pid_t pid = test::fork_child([&] {
+        nosv_task_t main;
+        if (nosv_init() != NOSV_SUCCESS) return 90;
+        if (nosv_attach(&main, nullptr, "main", NOSV_ATTACH_NONE) != NOSV_SUCCESS) return 91;
+        const int rc = body();
+        if (nosv_detach(NOSV_DETACH_NONE) != NOSV_SUCCESS) return 92;
+        if (nosv_shutdown() != NOSV_SUCCESS) return 93;
+        return rc;
+    });
+    return test::wait_child(pid, 30s);
+}
+
+void one_cpu_case(const std::function<int()>& body) {
+    EXPECT_EQ(on_one_cpu(body), 0) << "-1: it hung (a wait blocked the thread, not the task?)";
+}
+
+// ---- one CPU: a waiting task gives its CPU away ---------------------------
+
+TEST(CompatOneCpu, ATaskBlockedInMutexLockLetsTheHolderRunAndRelease) {
+    one_cpu_case([] {
+        Spawner sp;
+        nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+        std::atomic<int> entered{0}, got{0};
+        REQUIRE(nosv_mutex_lock(&m) == 0);
+        REQUIRE(sp.spawn([&] {
+            entered = 1;
+            nosv_mutex_lock(&m); // held by main, which needs this CPU
+            got = 1;
+            nosv_mutex_unlock(&m);
+        }) == NOSV_SUCCESS);
+        // The task runs, blocks, and the CPU comes back to us.
+        REQUIRE(yield_until([&] { return entered.load() == 1; }));
+        let_others_run();
+        REQUIRE(got.load() == 0);
+        REQUIRE(nosv_mutex_trylock(&m) == EBUSY);
+        REQUIRE(nosv_mutex_unlock(&m) == 0); // hands it to the task
+        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
+        REQUIRE(got.load() == 1);
+        REQUIRE(nosv_mutex_destroy(&m) == 0);
+        return 0;
+    });
+}
+
+TEST(CompatOneCpu, ATaskBlockedInCondWaitLetsTheSignallerRun) {
+    one_cpu_case([] {
+        Spawner sp;
+        nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+        nosv_cond_t c = NOSV_COND_INITIALIZER;
+        bool ready = false; // guarded by m
+        std::atomic<int> waiting{0};
+        REQUIRE(sp.spawn([&] {
+            nosv_mutex_lock(&m);
+            waiting = 1;
+            while (!ready)
+                nosv_cond_wait(&c, &m);
+            nosv_mutex_unlock(&m);
+        }) == NOSV_SUCCESS);
+        REQUIRE(yield_until([&] { return waiting.load() == 1; }));
+        // The waiter released the mutex while it waits.
+        REQUIRE(nosv_mutex_lock(&m) == 0);
+        ready = true;
+        REQUIRE(nosv_cond_signal(&c) == 0);
+        REQUIRE(nosv_mutex_unlock(&m) == 0);
+        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
+        REQUIRE(nosv_cond_destroy(&c) == 0);
+        return 0;
+    });
+}
+
+// A task in a timed wait gives its CPU away too: the main task keeps
+// running meanwhile (its deadline ends one wait, its signal the other).
+TEST(CompatOneCpu, ATaskInATimedWaitLetsOthersRun) {
+    one_cpu_case([] {
+        Spawner sp;
+        nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+        nosv_cond_t c = NOSV_COND_INITIALIZER;
+        bool ready = false; // guarded by m
+        std::atomic<int> waiting{0}, first_rc{-1}, second_rc{-1};
+        REQUIRE(sp.spawn([&] {
+            nosv_mutex_lock(&m);
+            waiting = 1;
+            timespec soon = realtime_in(30ms);
+            first_rc = nosv_cond_timedwait(&c, &m, &soon);
+            waiting = 2;
+            timespec late = realtime_in(20s);
+            while (!ready && second_rc.load() != ETIMEDOUT)
+                second_rc = nosv_cond_timedwait(&c, &m, &late);
+            nosv_mutex_unlock(&m);
+        }) == NOSV_SUCCESS);
+        REQUIRE(yield_until([&] { return waiting.load() == 2; }));
+        REQUIRE(first_rc.load() == ETIMEDOUT);
+        const uint64_t start = test::now_ns();
+        REQUIRE(nosv_mutex_lock(&m) == 0);
+        ready = true;
+        REQUIRE(nosv_cond_signal(&c) == 0);
+        REQUIRE(nosv_mutex_unlock(&m) == 0);
+        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
+        REQUIRE(second_rc.load() == 0);
+        REQUIRE(test::now_ns() - start < 10'000'000'000u);
+        return 0;
+    });
+}
+
+// The race between a deadline and a signal, made deterministic: a timed
+// waiter's deadline passes while we hold the only CPU, so it cannot run
+// and withdraw; our signal then picks it. It must return 0 (it consumed the
+// signal), the untimed waiter behind it must stay asleep (the signal is not
+// delivered twice), and the waiter's next nosv_waitfor must sleep in full
+// (the signal's early wake-up is not left behind).
+TEST(CompatOneCpu, ASignalAfterTheDeadlineBeforeTheWaiterRanCountsAsAWakeUp) {
+    one_cpu_case([] {
+        Spawner sp;
+        nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+        nosv_cond_t c = NOSV_COND_INITIALIZER;
+        bool release_untimed = false; // guarded by m
+        std::atomic<int> waiting{0}, timed_rc{-1};
+        std::atomic<uint64_t> slept_after{0};
+        REQUIRE(sp.spawn([&] {
+            nosv_mutex_lock(&m);
+            waiting.fetch_add(1);
+            timespec soon = realtime_in(20ms);
+            timed_rc = nosv_cond_timedwait(&c, &m, &soon);
+            nosv_mutex_unlock(&m);
+            uint64_t slept = 0;
+            nosv_waitfor(30'000'000, &slept);
+            slept_after = slept;
+        }) == NOSV_SUCCESS);
+        REQUIRE(sp.spawn([&] {
+            nosv_mutex_lock(&m);
+            waiting.fetch_add(1);
+            while (!release_untimed)
+                nosv_cond_wait(&c, &m);
+            nosv_mutex_unlock(&m);
+        }) == NOSV_SUCCESS);
+        REQUIRE(yield_until([&] { return waiting.load() == 2; }));
+        std::this_thread::sleep_for(80ms); // holding the CPU: the deadline passes
+        REQUIRE(nosv_mutex_lock(&m) == 0);
+        REQUIRE(nosv_cond_signal(&c) == 0);
+        REQUIRE(nosv_mutex_unlock(&m) == 0);
+        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
+        REQUIRE(timed_rc.load() == 0);
+        REQUIRE(slept_after.load() >= 30'000'000u);
+        let_others_run();
+        REQUIRE(sp.finished.load() == 1); // the untimed one still waits
+        REQUIRE(nosv_mutex_lock(&m) == 0);
+        release_untimed = true;
+        REQUIRE(nosv_cond_broadcast(&c) == 0);
+        REQUIRE(nosv_mutex_unlock(&m) == 0);
+        REQUIRE(yield_until([&] { return sp.finished.load() == 2; }));
+        return 0;
+    });
+}
+
+TEST(CompatOneCpu, SignalWakesOneWaiterAndBroadcastTheRest) {
+    one_cpu_case([] {
+        Spawner sp;
+        constexpr int n = 5;
+        nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+        nosv_cond_t c = NOSV_COND_INITIALIZER;
+        int tickets = 0; // guarded by m
+        std::atomic<int> waiting{0};
+        for (int i = 0; i < n; ++i)
+            REQUIRE(sp.spawn([&] {
+                nosv_mutex_lock(&m);
+                waiting.fetch_add(1);
+                while (tickets == 0)
+                    nosv_cond_wait(&c, &m);
+                --tickets;
+                nosv_mutex_unlock(&m);
+            }) == NOSV_SUCCESS);
+        REQUIRE(yield_until([&] { return waiting.load() == n; }));
+        REQUIRE(nosv_cond_destroy(&c) == EBUSY); // waiters are queued
+        nosv_mutex_lock(&m);
+        tickets = 1;
+        nosv_cond_signal(&c);
+        nosv_mutex_unlock(&m);
+        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
+        let_others_run();
+        REQUIRE(sp.finished.load() == 1); // only one woke
+        nosv_mutex_lock(&m);
+        tickets = n - 1;
+        nosv_cond_broadcast(&c);
+        nosv_mutex_unlock(&m);
+        REQUIRE(yield_until([&] { return sp.finished.load() == n; }));
+        REQUIRE(nosv_cond_destroy(&c) == 0);
+        return 0;
+    });
+}
+
+TEST(CompatOneCpu, BarrierReleasesAllAndOneIsTheSerialThread) {
+    one_cpu_case([] {
+        Spawner sp;
+        constexpr int tasks = 6, rounds = 3;
+        nosv_barrier_t b;
+        REQUIRE(nosv_barrier_init(&b, nullptr, tasks + 1) == 0);
+        std::atomic<int> serial{0}, zero{0}, other{0};
+        auto record = [&](int rc) {
+            (rc == PTHREAD_BARRIER_SERIAL_THREAD ? serial : rc == 0 ? zero : other)++;
+        };
+        for (int i = 0; i < tasks; ++i)
+            REQUIRE(sp.spawn([&] {
+                for (int r = 0; r < rounds; ++r)
+                    record(nosv_barrier_wait(&b));
+            }) == NOSV_SUCCESS);
+        for (int r = 0; r < rounds; ++r) {
+            record(nosv_barrier_wait(&b)); // pauses us too: the tasks run
+            REQUIRE(serial.load() == r + 1);
+        }
+        REQUIRE(yield_until([&] { return sp.finished.load() == tasks; }));
+        REQUIRE(serial.load() == rounds);
+        REQUIRE(zero.load() == rounds * tasks);
+        REQUIRE(other.load() == 0);
+        REQUIRE(nosv_barrier_destroy(&b) == 0);
+        return 0;
+    });
+}
+
+TEST(CompatOneCpu, AWriterWaitsForReadersWithoutHoldingTheCpu) {
+    one_cpu_case([] {
+        Spawner sp;
+        nosv_rwlock_t l = NOSV_RWLOCK_INITIALIZER;
+        std::atomic<int> writer_in{0}, reader_ok{0};
+        REQUIRE(nosv_rwlock_rdlock(&l) == 0);
+        REQUIRE(sp.spawn([&] {
+            nosv_rwlock_wrlock(&l);
+            writer_in = 1;
+            nosv_rwlock_unlock(&l);
+        }) == NOSV_SUCCESS);
+        REQUIRE(sp.spawn([&] {
+            // Readers share the lock, even with a writer waiting: this
+            // one gets in while we hold a read lock (else it would wait
+            // for us, and reader_ok stay 0 below).
+            nosv_rwlock_rdlock(&l);
+            reader_ok = 1;
+            nosv_rwlock_unlock(&l);
+        }) == NOSV_SUCCESS);
+        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
+        let_others_run();
+        REQUIRE(reader_ok.load() == 1);
+        REQUIRE(writer_in.load() == 0);
+        REQUIRE(nosv_rwlock_trywrlock(&l) == EBUSY);
+        REQUIRE(nosv_rwlock_destroy(&l) == EBUSY);
+        REQUIRE(nosv_rwlock_unlock(&l) == 0); // the writer goes in
+        REQUIRE(yield_until([&] { return sp.finished.load() == 2; }));
+        REQUIRE(writer_in.load() == 1);
+        REQUIRE(nosv_rwlock_destroy(&l) == 0);
+        return 0;
+    });
+}
+
+// ---- every CPU -------------------------------------------------------------
+
+TEST(Compat, MutexExcludesUnderContentionFromTasksAndAThread) {
+    Instance in;
+    Spawner sp;
+    constexpr int tasks = 16, per_task = 1000, per_thread = 5000;
+    nosv_mutex_t m;
+    ASSERT_EQ(nosv_mutex_init(&m, nullptr), 0);
+    long counter = 0; // guarded by m
+    std::atomic<int> inside{0}, overlaps{0};
+    auto critical = [&] {
+        if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+        ++counter;
+        inside.fetch_sub(1);
+    };
+    for (int i = 0; i < tasks; ++i)
+        ASSERT_EQ(sp.spawn([&] {
+            for (int k = 0; k < per_task; ++k) {
+                nosv_mutex_lock(&m);
+                critical();
+                nosv_mutex_unlock(&m);
+            }
+        }),
+                  NOSV_SUCCESS);
+    // A thread outside coexec shares the mutex: it blocks its thread.
+    std::thread plain([&] {
+        for (int k = 0; k < per_thread; ++k) {
+            if (k % 2 == 0)
+                nosv_mutex_lock(&m);
+            else
+                while (nosv_mutex_trylock(&m) == EBUSY)
+                    std::this_thread::yield();
+            critical();
+            nosv_mutex_unlock(&m);
+        }
+    });
+    for (int k = 0; k < per_task; ++k) {
+        nosv_mutex_lock(&m);
+        critical();
+        nosv_mutex_unlock(&m);
+    }
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == tasks; }));
+    plain.join();
+    EXPECT_EQ(overlaps.load(), 0);
+    EXPECT_EQ(counter, long(tasks + 1) * per_task + per_thread);
+    EXPECT_EQ(nosv_mutex_destroy(&m), 0);
+}
+
+TEST(Compat, TrylockIsBusyWhileHeldAndFreeAfter) {
+    Instance in;
+    nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+    EXPECT_EQ(nosv_mutex_trylock(&m), 0);
+    EXPECT_EQ(nosv_mutex_trylock(&m), EBUSY);
+    std::thread([&] { EXPECT_EQ(nosv_mutex_trylock(&m), EBUSY); }).join();
+    EXPECT_EQ(nosv_mutex_destroy(&m), EBUSY);
+    EXPECT_EQ(nosv_mutex_unlock(&m), 0);
+    EXPECT_EQ(nosv_mutex_unlock(&m), EPERM);
+    std::thread([&] {
+        EXPECT_EQ(nosv_mutex_trylock(&m), 0);
+        EXPECT_EQ(nosv_mutex_unlock(&m), 0);
+    }).join();
+    EXPECT_EQ(nosv_mutex_destroy(&m), 0);
+}
+
+// The timed wait, from a task and from a plain thread: the deadline ends
+// it with ETIMEDOUT and the mutex held; a signal long before it ends it at
+// once; and no wake-up is left over for the task's next nosv_waitfor.
+TEST(Compat, CondTimedwaitTimesOutOrEndsEarlyOnASignal) {
+    Instance in;
+    nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+    nosv_cond_t c = NOSV_COND_INITIALIZER;
+    auto timed_out = [&] {
+        nosv_mutex_lock(&m);
+        const uint64_t start = test::now_ns();
+        timespec deadline = realtime_in(50ms);
+        EXPECT_EQ(nosv_cond_timedwait(&c, &m, &deadline), ETIMEDOUT);
+        EXPECT_GE(test::now_ns() - start, 49'000'000u);
+        EXPECT_EQ(nosv_mutex_trylock(&m), EBUSY); // relocked
+        nosv_mutex_unlock(&m);
+    };
+    timed_out();                   // a task
+    std::thread(timed_out).join(); // a thread
+
+    auto signalled = [&](bool pthread_variant) {
+        std::atomic<bool> waiting{false};
+        pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
+        std::thread signaller([&] {
+            while (!waiting.load())
+                std::this_thread::sleep_for(1ms);
+            std::this_thread::sleep_for(30ms);
+            if (pthread_variant)
+                pthread_mutex_lock(&pm);
+            else
+                nosv_mutex_lock(&m);
+            EXPECT_EQ(nosv_cond_signal(&c), 0);
+            if (pthread_variant)
+                pthread_mutex_unlock(&pm);
+            else
+                nosv_mutex_unlock(&m);
+        });
+        if (pthread_variant)
+            pthread_mutex_lock(&pm);
+        else
+            nosv_mutex_lock(&m);
+        waiting = true;
+        const uint64_t start = test::now_ns();
+        timespec deadline = realtime_in(10s);
+        EXPECT_EQ(pthread_variant ? nosv_cond_timedwait_pthread(&c, &pm, &deadline)
+                                  : nosv_cond_timedwait(&c, &m, &deadline),
+                  0);
+        EXPECT_LT(test::now_ns() - start, 5'000'000'000u);
+        if (pthread_variant)
+            pthread_mutex_unlock(&pm);
+        else
+            nosv_mutex_unlock(&m);
+        signaller.join();
+    };
+    signalled(false);
+    signalled(true);
+    // Nothing left over: a plain nosv_waitfor sleeps its full time.
+    uint64_t slept = 0;
+    ASSERT_EQ(nosv_waitfor(20'000'000, &slept), NOSV_SUCCESS);
+    EXPECT_GE(slept, 20'000'000u);
+    EXPECT_EQ(nosv_cond_destroy(&c), 0);
+}
+
+// Timeouts racing with signals: consumers wait with deadlines of a
+// millisecond or so while producers signal; every item is consumed (no
+// signal lost to a waiter that timed out), and afterwards each consumer's
+// nosv_waitfor sleeps its full time (no wake-up delivered twice or left).
+TEST(Compat, TimeoutsRacingWithSignalsLoseNothingAndLeaveNothing) {
+    Instance in;
+    Spawner sp;
+    constexpr int consumers = 6, producers = 2, items = 1500;
+    nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+    nosv_cond_t c = NOSV_COND_INITIALIZER;
+    int available = 0, produced = 0, consumed = 0; // guarded by m
+    std::atomic<int> short_sleeps{0}, bad_rc{0};
+    for (int i = 0; i < consumers; ++i)
+        ASSERT_EQ(sp.spawn([&, i] {
+            nosv_mutex_lock(&m);
+            while (consumed < items) {
+                if (available > 0) {
+                    --available;
+                    ++consumed;
+                    if (consumed == items) nosv_cond_broadcast(&c);
+                    continue;
+                }
+                timespec deadline = realtime_in(std::chrono::microseconds(200 + 700 * (i % 3)));
+                const int rc = nosv_cond_timedwait(&c, &m, &deadline);
+                if (rc != 0 && rc != ETIMEDOUT) bad_rc.fetch_add(1);
+            }
+            nosv_mutex_unlock(&m);
+            uint64_t slept = 0;
+            nosv_waitfor(2'000'000, &slept);
+            if (slept < 2'000'000) short_sleeps.fetch_add(1);
+        }),
+                  NOSV_SUCCESS);
+    for (int p = 0; p < producers; ++p)
+        ASSERT_EQ(sp.spawn([&] {
+            for (;;) {
+                nosv_mutex_lock(&m);
+                const bool done = produced == items;
+                if (!done) {
+                    ++produced;
+                    ++available;
+                    nosv_cond_signal(&c);
+                }
+                nosv_mutex_unlock(&m);
+                if (done) return;
+                if (produced % 7 == 0) nosv_yield(NOSV_YIELD_NONE);
+            }
+        }),
+                  NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == consumers + producers; }));
+    EXPECT_EQ(consumed, items);
+    EXPECT_EQ(bad_rc.load(), 0);
+    EXPECT_EQ(short_sleeps.load(), 0);
+}
+
+TEST(Compat, BarrierOnEveryCpuHasOneSerialThreadPerRound) {
+    Instance in;
+    Spawner sp;
+    constexpr int tasks = 8, rounds = 50;
+    nosv_barrier_t b;
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, tasks), 0);
+    std::atomic<int> serial{0}, passed{0}, early{0};
+    std::atomic<int> arrivals[rounds] = {};
+    for (int i = 0; i < tasks; ++i)
+        ASSERT_EQ(sp.spawn([&] {
+            for (int r = 0; r < rounds; ++r) {
+                arrivals[r].fetch_add(1);
+                const int rc = nosv_barrier_wait(&b);
+                // Nobody leaves a round before all arrived.
+                if (arrivals[r].load() != tasks) early.fetch_add(1);
+                if (rc == PTHREAD_BARRIER_SERIAL_THREAD)
+                    serial.fetch_add(1);
+                else if (rc == 0)
+                    passed.fetch_add(1);
+            }
+        }),
+                  NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == tasks; }));
+    EXPECT_EQ(serial.load(), rounds);
+    EXPECT_EQ(passed.load(), rounds * (tasks - 1));
+    EXPECT_EQ(early.load(), 0);
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+}
+
+// Tasks and a plain thread (which blocks its thread) meet at one barrier.
+TEST(Compat, BarrierMixesTasksAndAPlainThread) {
+    Instance in;
+    Spawner sp;
+    constexpr int rounds = 30;
+    nosv_barrier_t b;
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, 3), 0);
+    std::atomic<int> serial{0}, passed{0};
+    auto meet = [&] {
+        for (int r = 0; r < rounds; ++r) {
+            const int rc = nosv_barrier_wait(&b);
+            (rc == PTHREAD_BARRIER_SERIAL_THREAD ? serial : passed).fetch_add(1);
+        }
+    };
+    ASSERT_EQ(sp.spawn(meet), NOSV_SUCCESS);
+    std::thread plain(meet);
+    meet(); // the attached main task
+    plain.join();
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == 1; }));
+    EXPECT_EQ(serial.load(), rounds);
+    EXPECT_EQ(passed.load(), 2 * rounds);
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+}
+
+TEST(Compat, RwlockReadersShareAndWritersExclude) {
+    Instance in;
+    Spawner sp;
+    constexpr int readers = 8, writers = 4, iterations = 1000;
+    nosv_rwlock_t l;
+    ASSERT_EQ(nosv_rwlock_init(&l, nullptr), 0);
+    long a = 0, b = 0; // a writer changes both; readers must see them equal
+    std::atomic<int> readers_in{0}, writers_in{0}, torn{0}, bad{0};
+    for (int i = 0; i < readers; ++i)
+        ASSERT_EQ(sp.spawn([&] {
+            for (int k = 0; k < iterations; ++k) {
+                nosv_rwlock_rdlock(&l);
+                readers_in.fetch_add(1);
+                if (writers_in.load() != 0) bad.fetch_add(1);
+                if (a != b) torn.fetch_add(1);
+                if (k % 50 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+                readers_in.fetch_sub(1);
+                nosv_rwlock_unlock(&l);
+            }
+        }),
+                  NOSV_SUCCESS);
+    for (int i = 0; i < writers; ++i)
+        ASSERT_EQ(sp.spawn([&] {
+            for (int k = 0; k < iterations; ++k) {
+                nosv_rwlock_wrlock(&l);
+                if (writers_in.fetch_add(1) != 0 || readers_in.load() != 0) bad.fetch_add(1);
+                ++a;
+                ++b;
+                writers_in.fetch_sub(1);
+                nosv_rwlock_unlock(&l);
+            }
+        }),
+                  NOSV_SUCCESS);
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == readers + writers; }));
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(torn.load(), 0);
+    EXPECT_EQ(a, long(writers) * iterations);
+    // Trylocks: shared read, exclusive write.
+    ASSERT_EQ(nosv_rwlock_tryrdlock(&l), 0);
+    EXPECT_EQ(nosv_rwlock_tryrdlock(&l), 0);
+    EXPECT_EQ(nosv_rwlock_trywrlock(&l), EBUSY);
+    EXPECT_EQ(nosv_rwlock_unlock(&l), 0);
+    EXPECT_EQ(nosv_rwlock_unlock(&l), 0);
+    EXPECT_EQ(nosv_rwlock_unlock(&l), EPERM);
+    ASSERT_EQ(nosv_rwlock_trywrlock(&l), 0);
+    EXPECT_EQ(nosv_rwlock_tryrdlock(&l), EBUSY);
+    EXPECT_EQ(nosv_rwlock_unlock(&l), 0);
+    EXPECT_EQ(nosv_rwlock_destroy(&l), 0);
+}
+
+// ---- nosv_pthread_create -------------------------------------------------------
+
+void* report_task(void* arg) {
+    // Attached while it runs: it is a task, and the compat calls block it.
+    *static_cast<bool*>(arg) = nosv_self() != nullptr;
+    return arg;
+}
+
+void* exit_early(void* arg) {
+    nosv_mutex_t* m = static_cast<nosv_mutex_t*>(arg);
+    nosv_mutex_lock(m);
+    nosv_mutex_unlock(m);
+    pthread_exit(arg); // still detached on the way out
+}
+
+TEST(Compat, PthreadCreateRunsAnAttachedThreadThatJoins) {
+    Instance in("", /*attach=*/false);
+    for (int i = 0; i < 3; ++i) {
+        bool was_task = false;
+        pthread_t th;
+        ASSERT_EQ(nosv_pthread_create(&th, nullptr, report_task, &was_task), 0);
+        void* out = nullptr;
+        ASSERT_EQ(pthread_join(th, &out), 0);
+        EXPECT_EQ(out, &was_task);
+        EXPECT_TRUE(was_task);
+    }
+    nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+    pthread_t th;
+    ASSERT_EQ(nosv_pthread_create(&th, nullptr, exit_early, &m), 0);
+    void* out = nullptr;
+    ASSERT_EQ(pthread_join(th, &out), 0);
+    EXPECT_EQ(out, &m);
+    EXPECT_EQ(nosv_self(), nullptr); // the creator is not attached by it
+}
+
+// ---- bad arguments -----------------------------------------------------------
+
+TEST(CompatErrors, NullObjectsAndBadArgumentsGiveEinval) {
+    EXPECT_EQ(nosv_mutexattr_init(nullptr), EINVAL);
+    EXPECT_EQ(nosv_mutexattr_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_condattr_init(nullptr), EINVAL);
+    EXPECT_EQ(nosv_condattr_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_barrierattr_init(nullptr), EINVAL);
+    EXPECT_EQ(nosv_barrierattr_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlockattr_init(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlockattr_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_mutex_init(nullptr, nullptr), EINVAL);
+    EXPECT_EQ(nosv_mutex_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_mutex_lock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_mutex_trylock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_mutex_unlock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_cond_init(nullptr, nullptr), EINVAL);
+    EXPECT_EQ(nosv_cond_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_cond_signal(nullptr), EINVAL);
+    EXPECT_EQ(nosv_cond_broadcast(nullptr), EINVAL);
+    nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+    nosv_cond_t c = NOSV_COND_INITIALIZER;
+    pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
+    timespec ok = realtime_in(1s);
+    EXPECT_EQ(nosv_cond_wait(nullptr, &m), EINVAL);
+    EXPECT_EQ(nosv_cond_wait(&c, nullptr), EINVAL);
+    EXPECT_EQ(nosv_cond_timedwait(nullptr, &m, &ok), EINVAL);
+    EXPECT_EQ(nosv_cond_wait_pthread(&c, nullptr), EINVAL);
+    EXPECT_EQ(nosv_cond_timedwait_pthread(nullptr, &pm, &ok), EINVAL);
+    // A deadline must be a valid time; the mutex must be held.
+    ASSERT_EQ(nosv_mutex_lock(&m), 0);
+    EXPECT_EQ(nosv_cond_timedwait(&c, &m, nullptr), EINVAL);
+    timespec bad{ok.tv_sec, 1'000'000'000};
+    EXPECT_EQ(nosv_cond_timedwait(&c, &m, &bad), EINVAL);
+    bad.tv_nsec = -1;
+    EXPECT_EQ(nosv_cond_timedwait(&c, &m, &bad), EINVAL);
+    ASSERT_EQ(pthread_mutex_lock(&pm), 0);
+    EXPECT_EQ(nosv_cond_timedwait_pthread(&c, &pm, &bad), EINVAL);
+    pthread_mutex_unlock(&pm);
+    EXPECT_EQ(nosv_mutex_unlock(&m), 0);
+    EXPECT_EQ(nosv_cond_wait(&c, &m), EPERM);
+    EXPECT_EQ(nosv_cond_timedwait(&c, &m, &ok), EPERM);
+    // An error-checking pthread mutex the caller does not hold: its unlock
+    // fails, and the wait returns that error without waiting.
+    pthread_mutex_t checked;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&checked, &attr);
+    EXPECT_EQ(nosv_cond_wait_pthread(&c, &checked), EPERM);
+    pthread_mutex_destroy(&checked);
+    pthread_mutexattr_destroy(&attr);
+    EXPECT_EQ(nosv_cond_destroy(&c), 0);
+
+    nosv_barrier_t b;
+    EXPECT_EQ(nosv_barrier_init(nullptr, nullptr, 2), EINVAL);
+    EXPECT_EQ(nosv_barrier_init(&b, nullptr, 0), EINVAL);
+    EXPECT_EQ(nosv_barrier_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_barrier_wait(nullptr), EINVAL);
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, 1), 0);
+    EXPECT_EQ(nosv_barrier_wait(&b), PTHREAD_BARRIER_SERIAL_THREAD); // one participant
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+    EXPECT_EQ(nosv_barrier_wait(&b), EINVAL); // destroyed
+    EXPECT_EQ(nosv_barrier_destroy(&b), EINVAL);
+
+    EXPECT_EQ(nosv_rwlock_init(nullptr, nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlock_destroy(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlock_rdlock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlock_wrlock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlock_tryrdlock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlock_trywrlock(nullptr), EINVAL);
+    EXPECT_EQ(nosv_rwlock_unlock(nullptr), EINVAL);
+    nosv_rwlock_t l = NOSV_RWLOCK_INITIALIZER;
+    EXPECT_EQ(nosv_rwlock_unlock(&l), EPERM);
+
+    pthread_t th;
+    EXPECT_EQ(nosv_pthread_create(&th, nullptr, report_task, nullptr), EINVAL); // no nosv_init
+    {
+        Instance in("", /*attach=*/false);
+        EXPECT_EQ(nosv_pthread_create(nullptr, nullptr, report_task, nullptr), EINVAL);
+        EXPECT_EQ(nosv_pthread_create(&th, nullptr, nullptr, nullptr), EINVAL);
+    }
+}
+
+// Attribute objects exist for source compatibility and change nothing.
+TEST(CompatErrors, AttributesInitAndDestroy) {
+    nosv_mutexattr_t ma;
+    nosv_condattr_t ca;
+    nosv_barrierattr_t ba;
+    nosv_rwlockattr_t ra;
+    EXPECT_EQ(nosv_mutexattr_init(&ma), 0);
+    EXPECT_EQ(nosv_condattr_init(&ca), 0);
+    EXPECT_EQ(nosv_barrierattr_init(&ba), 0);
+    EXPECT_EQ(nosv_rwlockattr_init(&ra), 0);
+    nosv_mutex_t m;
+    nosv_cond_t c;
+    nosv_barrier_t b;
+    nosv_rwlock_t l;
+    EXPECT_EQ(nosv_mutex_init(&m, &ma), 0);
+    EXPECT_EQ(nosv_cond_init(&c, &ca), 0);
+    EXPECT_EQ(nosv_barrier_init(&b, &ba, 3), 0);
+    EXPECT_EQ(nosv_rwlock_init(&l, &ra), 0);
+    EXPECT_EQ(nosv_mutex_destroy(&m), 0);
+    EXPECT_EQ(nosv_cond_destroy(&c), 0);
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+    EXPECT_EQ(nosv_rwlock_destroy(&l), 0);
+    EXPECT_EQ(nosv_mutexattr_destroy(&ma), 0);
+    EXPECT_EQ(nosv_condattr_destroy(&ca), 0);
+    EXPECT_EQ(nosv_barrierattr_destroy(&ba), 0);
+    EXPECT_EQ(nosv_rwlockattr_destroy(&ra), 0);
+}
+
+} // namespace
