@@ -4,6 +4,7 @@
 
 #include <nosv.h>
 
+#include "core/parallel.hpp"
 #include "core/task_status.hpp"
 #include "scheduler/shared_scheduler.hpp"
 
@@ -44,6 +45,7 @@ struct alignas(64) nosv_task {
     int32_t preempted_cpu = -1;           // where a preempted task waits (push_preempted)
     uint64_t magic = 0;                   // kTaskMagic while alive
     size_t metadata_size = 0;
+    coexec::core::ParallelState par; // parallel executions (core/parallel.hpp)
     // Metadata follows the struct.
     void* metadata() { return metadata_size ? reinterpret_cast<char*>(this + 1) : nullptr; }
 };
