@@ -175,8 +175,10 @@ int nosv_schedpoint(nosv_flags_t flags);
  * free, each with an id in [0, N) (nosv_get_execution_id). The end callback
  * runs after each execution's run callback; the completed callback runs once,
  * when every execution has ended and the event counter is zero. Its
- * executions may not pause, yield, schedpoint, waitfor or submit BLOCKING
- * (NOSV_ERR_INVALID_OPERATION), and the task cannot be submitted INLINE or
+ * executions may not pause, yield, schedpoint, waitfor or submit BLOCKING,
+ * nor call coexec_block_enter, coexec_lend_cpu or coexec_keep_cpu
+ * (NOSV_ERR_INVALID_OPERATION); a running execution is not preempted (other
+ * processes get its CPU between executions). The task cannot be submitted INLINE or
  * with DEADLINE_WAKE (idem); IMMEDIATE is an ordinary submit for it. A
  * degree of 1 makes it an ordinary task. */
 #define NOSV_CREATE_PARALLEL __BIT(0)
