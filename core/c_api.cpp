@@ -49,6 +49,12 @@ TaskCall in_task() {
     return c;
 }
 
+// The calling thread runs one execution of a parallel task: as in nOS-V it
+// may not block, pause, yield or wait (its task is on other CPUs too).
+bool in_parallel_execution(const ThreadContext* self) {
+    return self && self->current && self->current->par.active();
+}
+
 bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
     switch (a.level) {
     case NOSV_AFFINITY_LEVEL_NONE:
@@ -112,7 +118,8 @@ COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t meta
     RuntimeSection section;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    if (!task || !valid(type) || (flags & ~NOSV_CREATE_JOINABLE)) return NOSV_ERR_INVALID_PARAMETER;
+    if (!task || !valid(type) || (flags & ~(NOSV_CREATE_PARALLEL | NOSV_CREATE_JOINABLE)))
+        return NOSV_ERR_INVALID_PARAMETER;
     if (type->external) return NOSV_ERR_INVALID_CALLBACK;
     if (metadata_size > NOSV_MAX_METADATA_SIZE) return NOSV_ERR_INVALID_METADATA_SIZE;
     nosv_task* t = rt->new_task(type, metadata_size);
@@ -124,6 +131,7 @@ COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t meta
             return NOSV_ERR_OUT_OF_MEMORY;
         }
     }
+    if (flags & NOSV_CREATE_PARALLEL) t->par.make_parallel();
     *task = t;
     return NOSV_SUCCESS;
 }
@@ -155,6 +163,12 @@ COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
     if (task->type->external && task->status.state() == TaskState::Created)
         return NOSV_ERR_INVALID_OPERATION; // an attached thread's task is not runnable
     if ((flags & NOSV_SUBMIT_BLOCKING) && nosv_self() == task) return NOSV_ERR_INVALID_OPERATION;
+    // As in nOS-V: a parallel task neither runs inline nor sleeps in
+    // waitfor, and an execution of one cannot wait for another task.
+    if ((flags & (NOSV_SUBMIT_INLINE | NOSV_SUBMIT_DEADLINE_WAKE)) && task->par.multi())
+        return NOSV_ERR_INVALID_OPERATION;
+    if ((flags & NOSV_SUBMIT_BLOCKING) && in_parallel_execution(this_thread_context()))
+        return NOSV_ERR_INVALID_OPERATION;
     // Both need the caller's CPU (to wait without it, or to run the task on
     // it): a blocked caller, outside coexec, has none.
     if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && blocked(this_thread_context()))
@@ -167,6 +181,7 @@ COEXEC_API int nosv_pause(nosv_flags_t flags) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags != NOSV_PAUSE_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
     return c.rt->pause(*c.self);
 }
 
@@ -175,6 +190,8 @@ COEXEC_API int nosv_yield(nosv_flags_t flags) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags & ~NOSV_YIELD_NOFLUSH) return NOSV_ERR_INVALID_PARAMETER;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
+    if (!(flags & NOSV_YIELD_NOFLUSH)) c.rt->flush_window(*c.self);
     return c.rt->yield(*c.self);
 }
 
@@ -183,6 +200,8 @@ COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags != NOSV_SCHEDPOINT_NONE) return NOSV_ERR_INVALID_PARAMETER;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
+    c.rt->flush_window(*c.self);
     return c.rt->schedpoint(*c.self);
 }
 
@@ -190,6 +209,7 @@ COEXEC_API int nosv_waitfor(uint64_t target_ns, uint64_t* actual_ns) {
     RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
     return c.rt->waitfor(*c.self, target_ns, actual_ns);
 }
 
@@ -320,6 +340,8 @@ COEXEC_API int coexec_block_enter(void) {
     RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
+    c.rt->flush_window(*c.self);
     return c.rt->block_enter(*c.self);
 }
 
@@ -327,6 +349,8 @@ COEXEC_API int coexec_lend_cpu(void) {
     RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
+    c.rt->flush_window(*c.self);
     return c.rt->lend_cpu(*c.self);
 }
 
@@ -334,6 +358,8 @@ COEXEC_API int coexec_keep_cpu(void) {
     RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
+    if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
+    c.rt->flush_window(*c.self);
     return c.rt->keep_cpu(*c.self);
 }
 

@@ -70,7 +70,9 @@ void Preemption::give_way(ThreadContext& self) {
     // resume that races with this, it is a running task.
     const int32_t c = self.cpu;
     nosv_task* t = self.current;
-    if (c == kNone || !t || self.immediate || !rt_.holds(self, c)) return;
+    // A parallel execution has no thread of its own to resume on: it runs
+    // to its end (other processes get the CPU between executions).
+    if (c == kNone || !t || self.immediate || t->par.active() || !rt_.holds(self, c)) return;
     auto& sched = rt_.sched();
     WakeList wakes;
     bool gave = false;

@@ -1,5 +1,6 @@
 #include "ready_queue.hpp"
 
+#include <cassert>
 #include <climits>
 
 namespace coexec::core {
@@ -40,13 +41,25 @@ nosv_task* ReadyQueue::Fifo::head() const {
 nosv_task* ReadyQueue::Fifo::pop_at(int priority) {
     for (auto& [prio, q] : by_priority_) {
         if (q.empty()) continue;
-        if (prio != priority) return nullptr;
+        // A parallel task is never batched: its executions go to many CPUs.
+        if (prio != priority || q.front()->par.active()) return nullptr;
         nosv_task* t = q.front();
         q.pop_front();
         --size_;
         return t;
     }
     return nullptr;
+}
+
+bool ReadyQueue::Fifo::erase(const nosv_task* t) {
+    for (auto& [prio, q] : by_priority_)
+        for (auto it = q.begin(); it != q.end(); ++it)
+            if (*it == t) {
+                q.erase(it);
+                --size_;
+                return true;
+            }
+    return false;
 }
 
 int ReadyQueue::Fifo::top_priority() const {
@@ -86,9 +99,46 @@ void ReadyQueue::place(nosv_task* task, const Placement& where, bool front) {
 }
 
 void ReadyQueue::push(nosv_task* task, const Placement& where, bool front) {
+    if (task->par.active()) return push_parallel(task, where, 1, front); // given back
     drain_intake(); // earlier submits keep their place
     place(task, where, front);
     count(where, +1);
+}
+
+void ReadyQueue::push_parallel(nosv_task* task, const Placement& where, uint32_t executions,
+                               bool front) {
+    drain_intake();
+    const uint32_t before = task->par.queued();
+    task->par.set_queued(before + executions);
+    if (before == 0)
+        place(task, where, front);
+    else
+        // The queue's count is held, so this never completes the task.
+        task->events.fetch_sub(1, std::memory_order_relaxed);
+    count(where, int(executions));
+}
+
+uint32_t ReadyQueue::withdraw(nosv_task* task, const Placement& where) {
+    drain_intake();
+    const uint32_t n = task->par.queued();
+    if (n == 0) return 0;
+    const bool found = fifo_for(task, where).erase(task);
+    assert(found);
+    (void)found;
+    task->par.set_queued(0);
+    count(where, -int(n));
+    return n;
+}
+
+void ReadyQueue::take_execution(Fifo& fifo, nosv_task* task) {
+    const uint32_t left = task->par.queued() - 1;
+    task->par.set_queued(left);
+    if (left == 0) return; // the queue's event count passes to this execution
+    // Relaxed: the queue's count is held, so the events cannot reach zero
+    // meanwhile; the execution's thread gets the task through the lock or a
+    // grant, which order this for it.
+    task->events.fetch_add(1, std::memory_order_relaxed);
+    fifo.push(task, true); // back at the head: the next CPU takes the next one
 }
 
 void ReadyQueue::push_unplaced(nosv_task* task) {
@@ -187,6 +237,7 @@ nosv_task* ReadyQueue::pop(int cpu, int numa) {
     if (!best) return nullptr;
     nosv_task* t = best->fifo->pop();
     count(best->where, -1);
+    if (t->par.active()) take_execution(*best->fifo, t);
     return t;
 }
 

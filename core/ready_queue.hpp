@@ -48,6 +48,22 @@ class ReadyQueue {
     // Counts an item that is ready but held outside the queue (IMMEDIATE).
     void count_external(const scheduler::Placement& where, int delta);
 
+    // ---- parallel tasks (ParallelState::active()) ----------------------
+    // pop() and pop_batch() hand out one execution per pop, and leave the
+    // task at the head of its queue while executions remain; push() of a
+    // popped execution gives it back. Every execution is counted as one
+    // ready item.
+    //
+    // Queues `executions` more executions of `task`; the task itself is
+    // queued once (at the front when `front`). The caller brings one count
+    // of the task's events: the queue's own if the task was not queued yet,
+    // else it is dropped (the queue holds one already).
+    void push_parallel(nosv_task* task, const scheduler::Placement& where, uint32_t executions,
+                       bool front);
+    // Takes a cancelled task's executions out of the queue. Returns how many
+    // there were; when nonzero the caller now owns the queue's event count.
+    uint32_t withdraw(nosv_task* task, const scheduler::Placement& where);
+
   private:
     class Fifo {
       public:
@@ -60,6 +76,8 @@ class ReadyQueue {
         // The task pop() would return, or null.
         nosv_task* head() const;
         int top_priority() const;
+        // Removes `t` wherever it is; false if it is not queued here.
+        bool erase(const nosv_task* t);
 
       private:
         // Buckets by descending priority; most programs use one or two.
@@ -80,6 +98,9 @@ class ReadyQueue {
     // Empties `stack`; returns its tasks oldest first, linked by intake_next.
     static nosv_task* take_oldest_first(std::atomic<nosv_task*>& stack);
     void count(const scheduler::Placement& where, int delta);
+    // `task` was just popped from `fifo`: one execution is handed out, and
+    // the task goes back to the head while more remain.
+    void take_execution(Fifo& fifo, nosv_task* task);
 
     scheduler::Demand demand_; // the counters other processes see
     // Tasks from push_unplaced(), newest first (a Treiber stack).

@@ -88,6 +88,20 @@ class Runtime {
     // completion's last access to the task, which the joiner may destroy.
     void finish_join(JoinState& join);
 
+    // ---- parallel tasks and the submit window (parallel_ops.cpp) ------
+    // nosv_cancel from the calling task: no execution of it starts from now
+    // on. NOSV_ERR_INVALID_OPERATION when it was cancelled already.
+    int cancel(ThreadContext& self);
+    // nosv_set_submit_window_size for the calling task (size > 0).
+    void set_submit_window(ThreadContext& self, size_t size);
+    // Makes the submits held in the calling thread's window ready (inline:
+    // most calls find it empty, on paths as hot as pause).
+    void flush_window(ThreadContext& self) {
+        if (!self.window.empty()) flush_held(self);
+    }
+    // The running body ends: its window is flushed and back to size 1.
+    void end_window(ThreadContext& self);
+
     scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
     // Task storage: a task plus `metadata_size` bytes.
     nosv_task* new_task(nosv_task_type* type, size_t metadata_size);
@@ -126,6 +140,11 @@ class Runtime {
     // queued. Returns false when it did nothing (no CPU is unheld).
     bool give_directly(nosv_task* task, const scheduler::Placement& where, bool front);
     nosv_task* pop_own(int cpu);
+    // A submitted task becomes ready: all its executions for a parallel
+    // one (make_ready_parallel), else make_ready().
+    void ready_submitted(nosv_task* task, bool front);
+    void make_ready_parallel(nosv_task* task);
+    void flush_held(ThreadContext& self);
     // The next task for a free worker: its batch, else the queue (refilling
     // the batch when the queue is long).
     nosv_task* next_for_worker(ThreadContext& self);
@@ -174,6 +193,8 @@ class Runtime {
     // ---- workers (workers.cpp) ----------------------------------------
     void worker_main(ThreadContext& self);
     void run_task(ThreadContext& self, nosv_task* task);
+    // One execution of a parallel task (run_task's path for them).
+    void run_execution(ThreadContext& self, nosv_task* task);
     void show_label(ThreadContext& self, const nosv_task_type* type);
 
     static std::atomic<Runtime*> instance_;

@@ -5,6 +5,7 @@
 #include <nosv.h>
 
 #include "core/join_state.hpp"
+#include "core/parallel.hpp"
 #include "core/task_status.hpp"
 #include "scheduler/shared_scheduler.hpp"
 
@@ -48,9 +49,13 @@ struct alignas(64) nosv_task {
     size_t metadata_size = 0;
     // Only for NOSV_CREATE_JOINABLE tasks: their runs, joiner and result.
     std::unique_ptr<coexec::core::JoinState> join;
+    coexec::core::ParallelState par; // parallel executions (core/parallel.hpp)
     // Metadata follows the struct.
     void* metadata() { return metadata_size ? reinterpret_cast<char*>(this + 1) : nullptr; }
 };
+
+// Two cache lines: a field added here should take the place of padding.
+static_assert(sizeof(nosv_task) == 128);
 
 namespace coexec::core {
 inline constexpr uint64_t kTypeMagic = 0x7479706563786563ULL;

@@ -51,7 +51,13 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
             return NOSV_ERR_INVALID_OPERATION;
         if (t->join) t->join->begin_run();
         if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
+        // Degree 1 here (the C API refuses more): arm() makes it ordinary.
+        if (t->par.flagged() || t->par.degree() < 0) t->par.arm();
+        flush_window(*self); // as in nOS-V: what the caller held back goes first
+        // The inline task has a window of its own (size 1 unless it sets one).
+        const uint32_t caller_window = std::exchange(self->window_size, 1);
         run_task(*self, t);
+        self->window_size = caller_window;
         self->current = caller;
         show_label(*self, caller->type);
         return NOSV_SUCCESS;
@@ -76,6 +82,10 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         // A task with no thread is fresh (a paused one keeps its thread):
         // joiners from now on wait for this new run.
         if (t->join && !t->thread) t->join->begin_run();
+        // A parallel task (or a cancelled one) is armed afresh; a parallel
+        // run starts with the queue's count of its events.
+        if ((t->par.flagged() || t->par.degree() < 0) && t->par.arm())
+            t->events.store(1, std::memory_order_relaxed);
         break;
     case TaskStatus::Submit::Banked:
         // Ready, running, sleeping or blocked: its next pause returns at once.
@@ -92,6 +102,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     // As in nOS-V, a later successor takes the place of an earlier one,
     // which becomes an ordinary ready task.
     bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->cpu != kNone && !t->thread &&
+                     !t->par.active() &&
                      placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
     if (immediate) {
         if (nosv_task* earlier = std::exchange(self->immediate, t)) {
@@ -100,6 +111,13 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
             std::lock_guard guard(queue_mutex_);
             queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
         }
+    } else if (caller && self->window_size > 1 && !(flags & NOSV_SUBMIT_BLOCKING)) {
+        // The calling task's submit window holds it until it is full (or
+        // flushed: nosv_flush_submit_window, or the task leaves its CPU).
+        self->window.emplace_back(t, flags & NOSV_SUBMIT_UNLOCKED);
+        if (self->window.size() >= self->window_size) flush_window(*self);
+    } else if (t->par.active()) {
+        make_ready_parallel(t);
     } else {
         make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
     }
@@ -108,6 +126,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
 }
 
 int Runtime::pause(ThreadContext& self) {
+    flush_window(self); // held submits must not wait for this task
     nosv_task* t = self.current;
     // A submit that arrived before the pause paid for it.
     if (t->status.pay()) return NOSV_SUCCESS;
@@ -158,6 +177,7 @@ int Runtime::schedpoint(ThreadContext& self) {
 }
 
 int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
+    flush_window(self);
     nosv_task* t = self.current;
     const uint64_t start = now_ns();
     // A DEADLINE_WAKE that came before (even before the task ran) ends this
@@ -244,6 +264,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
 }
 
 int Runtime::detach(ThreadContext& self, bool restore_affinity) {
+    flush_window(self);
     nosv_task* t = self.current;
     WakeList wakes;
     if (self.cpu != kNone) leave_cpu(self, Leaving::Block, wakes);

@@ -10,6 +10,8 @@
 #include <memory>
 #include <sched.h>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace coexec::core {
 
@@ -29,6 +31,14 @@ struct ThreadContext {
     nosv_task* batch[kBatch] = {};
     size_t batch_next = 0, batch_end = 0;
     bool has_batch() const { return batch_next < batch_end; }
+    // The parallel execution this thread runs (nosv_get_execution_id).
+    uint32_t execution_id = 0;
+    // The submit window of the task running here (a started task stays on
+    // its thread): its size (nosv_set_submit_window_size, back to 1 when the
+    // body ends) and the submits it holds, each with its UNLOCKED hint,
+    // flushed before the task leaves the CPU.
+    uint32_t window_size = 1;
+    std::vector<std::pair<nosv_task*, bool>> window;
     bool worker = false;
     bool attached = false;
     int attach_nesting = 0;           // nested nosv_attach calls a nosv_detach undoes first

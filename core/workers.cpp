@@ -65,6 +65,7 @@ void Runtime::worker_main(ThreadContext& self) {
 }
 
 void Runtime::run_task(ThreadContext& self, nosv_task* task) {
+    if (task->par.active()) return run_execution(self, task);
     task->thread = &self;
     task->events.store(1, std::memory_order_relaxed);
     // The status stays Ready (or Running, inline): see TaskState::Ready.
@@ -75,6 +76,7 @@ void Runtime::run_task(ThreadContext& self, nosv_task* task) {
         if (task->type->run) task->type->run(task);
         if (task->type->end) task->type->end(task);
     }
+    if (self.window_size != 1) end_window(self); // the window ends with the body
     self.current = nullptr;
     task->thread = nullptr;
     task->status.reset(TaskState::Ended); // submits nothing paused for are dropped

@@ -168,6 +168,56 @@ int nosv_yield(nosv_flags_t flags);
  * waiting. Only from a task. */
 int nosv_schedpoint(nosv_flags_t flags);
 
+/* ---- Parallel tasks and the submit window (nOS-V 4.1) ------------------ */
+
+/* nosv_create() flag: a parallel task. Submitted with a degree N > 1, its run
+ * callback runs N times (N executions), concurrently on as many CPUs as are
+ * free, each with an id in [0, N) (nosv_get_execution_id). The end callback
+ * runs after each execution's run callback; the completed callback runs once,
+ * when every execution has ended and the event counter is zero. Its
+ * executions may not pause, yield, schedpoint, waitfor or submit BLOCKING,
+ * nor call coexec_block_enter, coexec_lend_cpu or coexec_keep_cpu
+ * (NOSV_ERR_INVALID_OPERATION); a running execution is not preempted (other
+ * processes get its CPU between executions). The task cannot be submitted INLINE or
+ * with DEADLINE_WAKE (idem); IMMEDIATE is an ordinary submit for it. A
+ * degree of 1 makes it an ordinary task. */
+#define NOSV_CREATE_PARALLEL __BIT(0)
+
+/* The task's degree: 1 unless set; negative (minus the degree) once
+ * cancelled, until the task is submitted again. 0 for an invalid handle. */
+int32_t nosv_get_task_degree(nosv_task_t task);
+/* Sets the number of executions of a parallel task; set it before
+ * submitting. Ignored, with a message on stderr, for a task created without
+ * NOSV_CREATE_PARALLEL or for degree <= 0. */
+void nosv_set_task_degree(nosv_task_t task, int32_t degree);
+/* The calling execution's id, in [0, degree); 0 in an ordinary task. Outside a
+ * task, NOSV_ERR_OUTSIDE_TASK converted to uint32_t (as nOS-V does). */
+uint32_t nosv_get_execution_id(void);
+
+#define NOSV_CANCEL_NONE __ZEROBITS
+
+/* Cancels the calling task's executions that have not started: none starts
+ * once this returns (the running ones finish); the task completes when the
+ * started ones end. Also allowed in an ordinary task (its degree reads -1
+ * afterwards; nothing else changes). NOSV_ERR_INVALID_OPERATION when the
+ * task was cancelled already in this run. Only from a task. */
+int nosv_cancel(nosv_flags_t flags);
+
+/* Sets the calling task's submit window (size > 0, 1 by default): its
+ * nosv_submit() calls (but BLOCKING, INLINE, IMMEDIATE and DEADLINE_WAKE
+ * ones) are held back, not ready yet, until `size` are held; then all become
+ * ready at once. Held submits also become ready at nosv_flush_submit_window(),
+ * when the size is set to 1, when the task pauses, yields (without
+ * NOSV_YIELD_NOFLUSH), schedpoints, waits, blocks (coexec_block_enter,
+ * coexec_lend_cpu, coexec_keep_cpu), detaches, submits INLINE, and when its
+ * body (or execution) ends. A smaller size takes effect at the next submit.
+ * The size lasts until the body ends (an attached thread's task: until it
+ * detaches); each execution of a parallel task has a window of its own.
+ * Only from a task. */
+int nosv_set_submit_window_size(size_t submit_window_size);
+/* Makes the calling task's held submits ready now. Only from a task. */
+int nosv_flush_submit_window(void);
+
 /* ---- Events ------------------------------------------------------------ */
 
 /* Adds `increment` pending events to the calling task: its completed callback

@@ -419,7 +419,7 @@ const std::vector<Row> kRows = {
     {"create_NotAType", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
      [](Handles& h) { nosv_task_t t; return create_rc(&t, h.fake_type, 0, 0); }},
     {"create_UnknownFlag", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
-     [](Handles& h) { nosv_task_t t; return create_rc(&t, h.type, 0, 1); }},
+     [](Handles& h) { nosv_task_t t; return create_rc(&t, h.type, 0, 1u << 5); }},
     {"create_HighFlag", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
      [](Handles& h) { nosv_task_t t; return create_rc(&t, h.type, 0, kBit63); }},
     {"create_MetadataOneTooBig", Where::OutsideTask, NOSV_ERR_INVALID_METADATA_SIZE,

@@ -195,3 +195,75 @@ TEST(QueueLock, BackoffNeverCallsAnInterposableSchedYield) {
     EXPECT_EQ(counter, 400000);
     EXPECT_EQ(interposed_yields.load(), 0);
 }
+
+// ---- parallel tasks: one queue entry, one pop per execution ------------
+
+namespace {
+// Arms tasks[i] as a parallel task of `degree`, as a submit does.
+nosv_task* parallel(nosv_task& task, int32_t degree) {
+    task.par.make_parallel();
+    EXPECT_TRUE(task.par.set_degree(degree));
+    EXPECT_TRUE(task.par.arm());
+    task.events.store(1); // the queue's count
+    return &task;
+}
+} // namespace
+
+TEST_F(QueueTest, ParallelTaskIsPoppedOncePerExecution) {
+    q.push_parallel(parallel(tasks[0], 3), {}, 3, false);
+    q.push(t(1), {}, false);
+    EXPECT_EQ(slot->ready_total.load(), 4); // each execution is ready work
+    // The task stays at the head until its last execution is handed out,
+    // each one adding a count of its own but the last (it takes the queue's).
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(tasks[0].events.load(), 2u);
+    EXPECT_EQ(q.pop(1, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(tasks[0].events.load(), 3u);
+    EXPECT_EQ(tasks[0].par.queued(), 0u);
+    EXPECT_EQ(q.pop(0, 0), &tasks[1]);
+    EXPECT_EQ(q.pop(0, 0), nullptr);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+}
+
+TEST_F(QueueTest, ParallelTaskIsNeverBatched) {
+    // Long queues are popped in batches; a parallel task's executions must
+    // still go one per pop, so that other CPUs get the rest.
+    std::vector<nosv_task> many(64);
+    q.push_parallel(parallel(tasks[0], 8), {}, 8, false);
+    for (auto& task : many)
+        q.push(&task, {}, false);
+    nosv_task* out[16];
+    EXPECT_EQ(q.pop_batch(0, 0, out, 16), 1u);
+    EXPECT_EQ(out[0], &tasks[0]);
+    EXPECT_EQ(tasks[0].par.queued(), 7u);
+}
+
+TEST_F(QueueTest, WithdrawTakesTheQueuedExecutions) {
+    Placement on1{Placement::Kind::Cpu, 1, false};
+    q.push_parallel(parallel(tasks[0], 4), on1, 4, false);
+    EXPECT_EQ(q.pop(1, 0), &tasks[0]);
+    EXPECT_EQ(q.withdraw(&tasks[0], on1), 3u);
+    EXPECT_EQ(q.withdraw(&tasks[0], on1), 0u); // nothing left
+    EXPECT_EQ(q.pop(1, 0), nullptr);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+    EXPECT_EQ(slot->ready_any.load(), 0);
+    EXPECT_EQ(tasks[0].events.load(), 2u); // the popped one's and the queue's
+}
+
+TEST_F(QueueTest, GivenBackExecutionIsQueuedAgain) {
+    q.push_parallel(parallel(tasks[0], 2), {}, 2, false);
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]); // one left in the queue
+    q.push(&tasks[0], {}, true);       // given back: two again, one count dropped
+    EXPECT_EQ(tasks[0].par.queued(), 2u);
+    EXPECT_EQ(tasks[0].events.load(), 1u);
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(0, 0), nullptr);
+    // The last one out was given back too: the task is queued anew with it.
+    q.push(&tasks[0], {}, false);
+    EXPECT_EQ(tasks[0].par.queued(), 1u);
+    EXPECT_EQ(tasks[0].events.load(), 2u);
+    EXPECT_EQ(q.pop(1, 0), &tasks[0]);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+}
