@@ -66,8 +66,9 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     // A fresh task runs on a worker of this process. With every worker
     // blocked and no thread slot for another, it might never run: an error,
     // not a silent wait (an unblocked worker runs it once it is free).
-    if (!t->thread && t->status.state() == TaskState::Created && !workers_.any_unblocked() &&
-        !workers_.spawn(/*warn=*/false))
+    const TaskState state = t->status.state();
+    if (!t->thread && (state == TaskState::Created || state == TaskState::Suspended) &&
+        !workers_.any_unblocked() && !workers_.spawn(/*warn=*/false))
         return NOSV_ERR_OUT_OF_MEMORY;
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
     switch (t->status.submit()) {
