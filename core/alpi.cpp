@@ -276,11 +276,13 @@ COEXEC_API int alpi_cpu_system_id(uint64_t* system_id) {
 COEXEC_API int alpi_task_suspend_mode_set(alpi_task* task, alpi_suspend_mode_t suspend_mode,
                                           uint64_t args) {
     if (int rc = is_caller(task)) return rc;
-    // The same values (asserted above); nosv_set_suspend_mode checks them.
-    nosv_suspend_mode_t mode;
+    // Read as an int: a C caller may pass any (see nosv_set_suspend_mode).
+    int mode = 0;
     static_assert(sizeof mode == sizeof suspend_mode);
     std::memcpy(&mode, &suspend_mode, sizeof mode);
-    return from_nosv(nosv_set_suspend_mode(mode, args));
+    if (mode < ALPI_SUSPEND_NONE || mode > ALPI_SUSPEND_EVENT_SUBMIT) return ALPI_ERR_PARAMETER;
+    // The same values (asserted above); nosv_set_suspend_mode checks args.
+    return from_nosv(nosv_set_suspend_mode(nosv_suspend_mode_t(mode), args));
 }
 
 COEXEC_API int alpi_task_suspend(alpi_task* task) {
