@@ -247,8 +247,10 @@ static int parse_args(int argc, char **argv) {
 			return 0;
 		}
 	}
+	int any = 0;
+	for (int v = 0; v < VARIANTS; ++v) any |= g.enabled[v];
 	/* Interior rows 2..rows-1, at least one per block. */
-	return g.rows >= 2 + g.blocks && g.cols >= 3;
+	return any && g.rows >= 2 + g.blocks && g.cols >= 3;
 }
 
 int main(int argc, char **argv) {
