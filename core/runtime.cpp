@@ -199,6 +199,7 @@ void Runtime::monitor_main() {
 void Runtime::stop() {
     if (ThreadContext* self = this_thread_context(); self && self->attached) detach(*self, true);
     stopping_.store(true, std::memory_order_release);
+    suspend_timers_.stop(); // no timer resumes a task from here on
     preemption_.uninstall();
     // Nobody may grant our pool threads a CPU any more.
     WakeList wakes;

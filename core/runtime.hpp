@@ -102,6 +102,18 @@ class Runtime {
     // The running body ends: its window is flushed and back to size 1.
     void end_window(ThreadContext& self);
 
+    // ---- nosv_suspend (suspend.cpp) -----------------------------------
+    // Before a body runs: a fresh run's event count, or a resumed one's.
+    void begin_body(nosv_task* task);
+    // After a body that called nosv_suspend returned on `self`: the task is
+    // suspended, and resumed as its mode says.
+    void suspend_after_body(ThreadContext& self, nosv_task* task);
+    // Suspended -> Ready, if still suspended (a timer fired).
+    void resume_suspended(nosv_task* task);
+    // For release_events: the last event of a task suspended with
+    // EVENT_SUBMIT resumes it rather than completing it.
+    bool resume_after_events(nosv_task* task);
+
     scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
     // Task storage: a task plus `metadata_size` bytes.
     nosv_task* new_task(nosv_task_type* type, size_t metadata_size);
@@ -218,6 +230,7 @@ class Runtime {
     std::atomic<bool> stopping_{false};
     std::thread monitor_;
     nosv_task_type external_type_;
+    SuspendTimers suspend_timers_; // TIMEOUT_SUBMIT suspensions (suspend.cpp)
 };
 
 } // namespace coexec::core

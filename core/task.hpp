@@ -6,6 +6,7 @@
 
 #include "core/join_state.hpp"
 #include "core/parallel.hpp"
+#include "core/suspend.hpp"
 #include "core/task_status.hpp"
 #include "scheduler/shared_scheduler.hpp"
 
@@ -38,6 +39,7 @@ struct alignas(64) nosv_task {
     // end or an external event) completes the task exactly once.
     std::atomic<uint64_t> events{0};
     bool had_events = false;
+    coexec::core::SuspendState suspend; // nosv_suspend and its mode
     // The thread this task lives on while started (attached thread, or the
     // worker that began running it); null for a task not yet started.
     coexec::core::ThreadContext* thread = nullptr;

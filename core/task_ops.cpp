@@ -73,8 +73,11 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     // A fresh task runs on a worker of this process. With every worker
     // blocked and no thread slot for another, it might never run: an error,
     // not a silent wait (an unblocked worker runs it once it is free).
-    if (!t->thread && t->status.state() == TaskState::Created && !workers_.any_unblocked() &&
-        !workers_.spawn(/*warn=*/false))
+    // The state first: a task that is running may be writing `thread`; one
+    // Created or Suspended wrote it before its status said so (release).
+    const TaskState state = t->status.state();
+    if ((state == TaskState::Created || state == TaskState::Suspended) && !t->thread &&
+        !workers_.any_unblocked() && !workers_.spawn(/*warn=*/false))
         return NOSV_ERR_OUT_OF_MEMORY;
     if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
     switch (t->status.submit()) {

@@ -26,6 +26,9 @@ enum class TaskState : uint32_t {
     Waiting, // in nosv_waitfor
     Blocked, // between coexec_block_enter and coexec_block_exit
     Ended,   // run and end callbacks done, events still pending
+    // Its body returned after nosv_suspend (mode NONE or TIMEOUT_SUBMIT):
+    // a submit resumes it, like a paused task but with no thread of its own.
+    Suspended,
 };
 
 class TaskStatus {
@@ -72,8 +75,9 @@ class TaskStatus {
         uint64_t w = word_.load(std::memory_order_acquire);
         for (;;) {
             const TaskState s = state_of(w);
-            // Nothing is banked in Created or Paused.
-            const bool resumes = s == TaskState::Created || s == TaskState::Paused;
+            // Nothing is banked in Created, Paused or Suspended.
+            const bool resumes =
+                s == TaskState::Created || s == TaskState::Paused || s == TaskState::Suspended;
             if (!resumes && (s == TaskState::Ended || banked_of(w) == UINT32_MAX))
                 return Submit::Refused;
             const uint64_t next = resumes ? pack(TaskState::Ready, 0) : w + kOneBanked;
@@ -104,6 +108,21 @@ class TaskStatus {
             const uint32_t n = banked_of(w);
             const uint64_t next =
                 n == 0 ? pack(TaskState::Paused, 0) : pack(TaskState::Ready, n - 1);
+            if (word_.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+                return n == 0;
+        }
+    }
+
+    // By the thread that ran the body of a task that suspends: -> Suspended
+    // if nothing is banked (a later submit resumes it); otherwise pays one
+    // banked submit and -> Ready (the caller makes it ready), returning false.
+    bool suspend() {
+        uint64_t w = word_.load(std::memory_order_acquire);
+        for (;;) {
+            const uint32_t n = banked_of(w);
+            const uint64_t next =
+                n == 0 ? pack(TaskState::Suspended, 0) : pack(TaskState::Ready, n - 1);
             if (word_.compare_exchange_weak(w, next, std::memory_order_acq_rel,
                                             std::memory_order_acquire))
                 return n == 0;

@@ -67,18 +67,20 @@ void Runtime::worker_main(ThreadContext& self) {
 void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     if (task->par.active()) return run_execution(self, task);
     task->thread = &self;
-    task->events.store(1, std::memory_order_relaxed);
+    begin_body(task); // one event for the body, or those of a suspended task
     // The status stays Ready (or Running, inline): see TaskState::Ready.
     self.current = task;
     show_label(self, task->type);
     {
         UserSection body;
         if (task->type->run) task->type->run(task);
-        if (task->type->end) task->type->end(task);
+        // A suspended body has not ended: it runs again later.
+        if (task->type->end && !task->suspend.requested) task->type->end(task);
     }
     if (self.window_size != 1) end_window(self); // the window ends with the body
     self.current = nullptr;
     task->thread = nullptr;
+    if (task->suspend.requested) return suspend_after_body(self, task);
     task->status.reset(TaskState::Ended); // submits nothing paused for are dropped
     task->deadline.clear();               // and a wake no waitfor used
     release_events(task, 1);
@@ -88,6 +90,7 @@ void Runtime::release_events(nosv_task* task, uint64_t count) {
     // acq_rel: the decrement that reaches zero sees every write the task
     // and its event producers made before their own decrements.
     if (task->events.fetch_sub(count, std::memory_order_acq_rel) != count) return;
+    if (resume_after_events(task)) return; // suspended with EVENT_SUBMIT
     nosv_task* waiter = std::exchange(task->blocking_waiter, nullptr);
     auto completed = task->type->completed;
     JoinState* join = task->join.get(); // a joinable task outlives its callback

@@ -308,6 +308,39 @@ int nosv_wait_all(nosv_task_t *tasks, size_t ntasks, uint64_t timeout);
  * run resets the result to NULL. */
 int nosv_set_result(void *resval);
 
+/* ---- Suspend --------------------------------------------------------- */
+
+/* What happens to a task whose body returned after nosv_suspend(). */
+typedef enum nosv_suspend_mode {
+	/* Nothing: the task waits for a nosv_submit, which runs its body again. */
+	NOSV_SUSPEND_MODE_NONE = 0,
+	/* It is ready again at once. args 0: it runs next on the same CPU;
+	 * args 1: as nosv_yield, after every task already ready there. */
+	NOSV_SUSPEND_MODE_SUBMIT,
+	/* It is ready again after args nanoseconds (a nosv_submit before then
+	 * resumes it earlier). */
+	NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT,
+	/* It is ready again once its event counter is zero (at once if it is
+	 * already); args is ignored. */
+	NOSV_SUSPEND_MODE_EVENT_SUBMIT,
+} nosv_suspend_mode_t;
+
+/* Sets what the calling task's next suspension does; the mode stays until
+ * set again or the task completes. Only from a task. NOSV_ERR_INVALID_PARAMETER
+ * for an unknown mode, or SUBMIT with args other than 0 or 1. */
+int nosv_set_suspend_mode(nosv_suspend_mode_t suspend_mode, uint64_t args);
+
+/* Marks the calling task: when its body returns, the task is suspended
+ * rather than completed (its end and completed callbacks do not run, its
+ * events stay pending) and resumed as its suspend mode says, when its body
+ * runs again from the start, maybe on another thread. A nosv_submit of a
+ * suspended task resumes it (but for EVENT_SUBMIT, which refuses it with
+ * NOSV_ERR_INVALID_OPERATION while events are pending); a submit that came
+ * while the body still ran resumes it at once under NONE and TIMEOUT_SUBMIT.
+ * Only from a task with a body: NOSV_ERR_INVALID_OPERATION from an attached
+ * thread. */
+int nosv_suspend(void);
+
 /* ---- Getters and setters ---------------------------------------------- */
 
 /* Pointer to the task's metadata, or NULL if none was requested. */

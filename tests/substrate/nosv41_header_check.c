@@ -5,12 +5,7 @@
  * -Werror=incompatible-pointer-types), and checks every constant's value
  * with a static assertion. Linking it proves libcoexec exports each
  * function; running it (ctest api.nosv41-header) checks that none is
- * NULL.
- *
- * The calls that other parts of the nOS-V 4.1 API bring (parallel tasks,
- * nosv_cancel, the submit window, nosv_suspend) are listed under
- * COEXEC_FULL_API_CHECK, off until they are merged (cmake
- * -DCOEXEC_FULL_API_CHECK=ON turns it on). */
+ * NULL. */
 #include <nosv.h>
 
 #include <stdio.h>
@@ -62,14 +57,12 @@ SAME(NOSV_ERR_BUSY, -9);
 SAME(NOSV_ERR_TIMEOUT, -10);
 SAME(NOSV_ERR_MAX, -11);
 
-#ifdef COEXEC_FULL_API_CHECK
 SAME(NOSV_CREATE_PARALLEL, (uint64_t)1 << 0);
 SAME(NOSV_CANCEL_NONE, 0);
 SAME(NOSV_SUSPEND_MODE_NONE, 0);
 SAME(NOSV_SUSPEND_MODE_SUBMIT, 1);
 SAME(NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT, 2);
 SAME(NOSV_SUSPEND_MODE_EVENT_SUBMIT, 3);
-#endif
 
 /* ---- Types -------------------------------------------------------------- */
 static nosv_task_run_callback_t run_cb_type;
@@ -127,7 +120,6 @@ static int (*p_wait)(nosv_task_t, uint64_t) = nosv_wait;
 static int (*p_wait_all)(nosv_task_t *, size_t, uint64_t) = nosv_wait_all;
 static int (*p_set_result)(void *) = nosv_set_result;
 static const char *(*p_get_error_string)(int) = nosv_get_error_string;
-#ifdef COEXEC_FULL_API_CHECK
 /* Parallel tasks and nosv_cancel. */
 static int32_t (*p_get_task_degree)(nosv_task_t) = nosv_get_task_degree;
 static void (*p_set_task_degree)(nosv_task_t, int32_t) = nosv_set_task_degree;
@@ -140,7 +132,6 @@ static int (*p_flush_submit_window)(void) = nosv_flush_submit_window;
 static nosv_suspend_mode_t suspend_mode_type = NOSV_SUSPEND_MODE_NONE;
 static int (*p_set_suspend_mode)(nosv_suspend_mode_t, uint64_t) = nosv_set_suspend_mode;
 static int (*p_suspend)(void) = nosv_suspend;
-#endif
 
 #define ENTRIES { \
 	ENTRY(p_get_task_metadata), \
@@ -176,10 +167,6 @@ static int (*p_suspend)(void) = nosv_suspend;
 	ENTRY(p_wait_all), \
 	ENTRY(p_set_result), \
 	ENTRY(p_get_error_string), \
-	MORE_ENTRIES \
-}
-#ifdef COEXEC_FULL_API_CHECK
-#define MORE_ENTRIES \
 	ENTRY(p_get_task_degree), \
 	ENTRY(p_set_task_degree), \
 	ENTRY(p_get_execution_id), \
@@ -187,10 +174,8 @@ static int (*p_suspend)(void) = nosv_suspend;
 	ENTRY(p_set_submit_window_size), \
 	ENTRY(p_flush_submit_window), \
 	ENTRY(p_set_suspend_mode), \
-	ENTRY(p_suspend),
-#else
-#define MORE_ENTRIES
-#endif
+	ENTRY(p_suspend) \
+}
 
 int main(void)
 {
@@ -215,9 +200,7 @@ int main(void)
 	}
 	(void)run_cb_type; (void)end_cb_type; (void)completed_cb_type; (void)cost_type;
 	(void)run_cb_exact; (void)cost_exact; (void)err_type; (void)affinity_type;
-#ifdef COEXEC_FULL_API_CHECK
 	(void)suspend_mode_type;
-#endif
 	run_cb_exact = run_cb_type;
 	cost_exact = cost_type;
 	printf("%zu functions of nOS-V 4.1's nosv.h checked, %d missing\n", n, missing);
