@@ -106,7 +106,7 @@ void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
     s.requested = false;
     s.resuming = true;
     t->deadline.clear(); // a wake no waitfor used does not reach the next run
-    switch (s.mode) {
+    switch (static_cast<nosv_suspend_mode_t>(s.mode)) {
     case NOSV_SUSPEND_MODE_NONE:
         if (!t->status.suspend()) make_ready(t, true); // a submit came while it ran
         return;
@@ -205,7 +205,7 @@ COEXEC_API int nosv_set_suspend_mode(nosv_suspend_mode_t suspend_mode, uint64_t 
     default:
         return NOSV_ERR_INVALID_PARAMETER;
     }
-    self->current->suspend.mode = nosv_suspend_mode_t(mode);
+    self->current->suspend.mode = static_cast<uint8_t>(mode);
     self->current->suspend.args = args;
     return NOSV_SUCCESS;
 }

@@ -20,8 +20,10 @@ namespace coexec::core {
 // suspends the task to the one that resumes it through the task's status
 // word or its event counter (both acq_rel), so plain fields suffice.
 struct SuspendState {
-    nosv_suspend_mode_t mode = NOSV_SUSPEND_MODE_NONE;
     uint64_t args = 0;
+    // A nosv_suspend_mode_t, kept in a byte so that a task stays two cache
+    // lines (core/task.hpp).
+    uint8_t mode = NOSV_SUSPEND_MODE_NONE;
     bool requested = false;  // nosv_suspend() was called in this run of the body
     bool resuming = false;   // the next run continues a suspended task (events kept)
     bool event_wait = false; // EVENT_SUBMIT: the last event resumes, not completes

@@ -38,24 +38,26 @@ struct alignas(64) nosv_task {
     // One extra count while the body runs, so the last decrement (the body's
     // end or an external event) completes the task exactly once.
     std::atomic<uint64_t> events{0};
+    int32_t preempted_cpu = -1; // where a preempted task waits (push_preempted)
+    // At most NOSV_MAX_METADATA_SIZE (nosv_create checks), so 16 bits do.
+    uint16_t metadata_size = 0;
     bool had_events = false;
-    coexec::core::SuspendState suspend; // nosv_suspend and its mode
     // The thread this task lives on while started (attached thread, or the
     // worker that began running it); null for a task not yet started.
     coexec::core::ThreadContext* thread = nullptr;
     nosv_task* blocking_waiter = nullptr; // resumed when this task completes
     uint64_t ready_seq = 0;               // FIFO order among queues (ReadyQueue)
     nosv_task* intake_next = nullptr;     // link in ReadyQueue's lock-free stacks
-    int32_t preempted_cpu = -1;           // where a preempted task waits (push_preempted)
     uint64_t magic = 0;                   // kTaskMagic while alive
-    size_t metadata_size = 0;
     // Only for NOSV_CREATE_JOINABLE tasks: their runs, joiner and result.
     std::unique_ptr<coexec::core::JoinState> join;
-    coexec::core::ParallelState par; // parallel executions (core/parallel.hpp)
+    coexec::core::ParallelState par;    // parallel executions (core/parallel.hpp)
+    coexec::core::SuspendState suspend; // nosv_suspend and its mode
     // Metadata follows the struct.
     void* metadata() { return metadata_size ? reinterpret_cast<char*>(this + 1) : nullptr; }
 };
 
+static_assert(NOSV_MAX_METADATA_SIZE <= UINT16_MAX);
 // Two cache lines: a field added here should take the place of padding.
 static_assert(sizeof(nosv_task) == 128);
 

@@ -27,7 +27,7 @@ nosv_task* Runtime::new_task(nosv_task_type* type, size_t metadata_size) {
     if (!mem) return nullptr;
     auto* t = new (mem) nosv_task;
     t->type = type;
-    t->metadata_size = metadata_size;
+    t->metadata_size = static_cast<uint16_t>(metadata_size);
     if (metadata_size) std::memset(t->metadata(), 0, metadata_size);
     t->magic = kTaskMagic;
     return t;
