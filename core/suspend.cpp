@@ -216,6 +216,8 @@ COEXEC_API int nosv_suspend(void) {
     if (int rc = calling_task(self)) return rc;
     // An attached thread's task has no body that could return.
     if (self->current->type->external) return NOSV_ERR_INVALID_OPERATION;
+    // Nor has one execution of a parallel task: the others share the body.
+    if (self->current->par.active()) return NOSV_ERR_INVALID_OPERATION;
     self->current->suspend.requested = true;
     return NOSV_SUCCESS;
 }

@@ -338,7 +338,7 @@ int nosv_set_suspend_mode(nosv_suspend_mode_t suspend_mode, uint64_t args);
  * NOSV_ERR_INVALID_OPERATION while events are pending); a submit that came
  * while the body still ran resumes it at once under NONE and TIMEOUT_SUBMIT.
  * Only from a task with a body: NOSV_ERR_INVALID_OPERATION from an attached
- * thread. */
+ * thread or from an execution of a parallel task. */
 int nosv_suspend(void);
 
 /* ---- Getters and setters ---------------------------------------------- */

@@ -570,6 +570,9 @@ const std::vector<Row> kRows = {
      [](Handles&) { return coexec_lend_cpu(); }},
     {"keep_cpu_InParallelExecution", Where::InParallelExecution, NOSV_ERR_INVALID_OPERATION,
      [](Handles&) { return coexec_keep_cpu(); }},
+    // An execution has no body of its own to run again.
+    {"suspend_InParallelExecution", Where::InParallelExecution, NOSV_ERR_INVALID_OPERATION,
+     [](Handles&) { return nosv_suspend(); }},
     {"get_execution_id_InParallelExecution", Where::InParallelExecution, 0,
      [](Handles&) { return int(nosv_get_execution_id()); }},
     // How a parallel task may not be submitted.
