@@ -1,0 +1,89 @@
+// The trace rings: every ownership change the other files make is appended
+// here, while a recorder (`coexec record`) is on. See docs/trace.md.
+#include "shared_scheduler.hpp"
+
+#include "shm/clock.hpp"
+#include "shm/trace_ring.hpp"
+
+#include <cstring>
+
+namespace coexec::scheduler {
+
+using namespace coexec::shm;
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+
+// Copies a fixed-size text field into the record's label: a fixed-size
+// copy, never a string scan, on the hot path. A reader may see a label torn
+// by a concurrent set_label(), as `coexec top` may.
+template <size_t N>
+void copy_label(TraceEvent& e, const char (&text)[N]) {
+    static_assert(N >= kTraceLabelSize);
+    std::memcpy(e.label.data(), text, kTraceLabelSize);
+}
+} // namespace
+
+void SharedScheduler::add_recorder() {
+    // Relaxed: see trace(); the caller orders it with the lock if it must.
+    s_.header.trace_recorders.fetch_add(1, rlx);
+}
+
+void SharedScheduler::remove_recorder() {
+    // Never below zero, even if a recorder stops twice.
+    uint32_t n = s_.header.trace_recorders.load(rlx);
+    while (n > 0 && !s_.header.trace_recorders.compare_exchange_weak(n, n - 1, rlx)) {
+    }
+}
+
+bool SharedScheduler::recording() const {
+    return s_.header.trace_recorders.load(rlx) != 0;
+}
+
+void SharedScheduler::append_trace(TraceKind kind, int32_t cpu, int32_t thread, uint64_t now,
+                                   uint64_t detail) {
+    if (cpu < 0 || cpu >= kMaxCpus) return;
+    TraceEvent e;
+    e.time_ns = now != 0 ? now : now_ns();
+    e.kind = kind;
+    e.cpu = cpu;
+    e.detail = detail;
+    if (thread >= 0 && thread < kMaxThreads) {
+        const ThreadSlot& th = s_.threads[thread];
+        e.thread = thread;
+        e.tid = th.tid.load(rlx);
+        e.proc = th.proc;
+        if (th.proc >= 0 && th.proc < kMaxProcs) e.pid = s_.procs[th.proc].pid;
+        copy_label(e, th.label);
+    }
+    trace_append(s_.traces[cpu], e);
+}
+
+void SharedScheduler::trace_label(int32_t thread) {
+    // Only while recording, and labels change only when a thread starts a
+    // task of another type: a scan of the CPUs is cheap enough here.
+    for (int32_t c = 0; c < cpu_count() && c < kMaxCpus; ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        if (cpu.owner_thread.load(rlx) == thread && cpu.state.load(rlx) == CpuState::Running) {
+            append_trace(TraceKind::Label, c, thread, 0, 0);
+            return;
+        }
+    }
+}
+
+void SharedScheduler::append_process_trace(TraceKind kind, int32_t proc, uint64_t now,
+                                           uint64_t detail) {
+    if (proc < 0 || proc >= kMaxProcs) return;
+    const ProcSlot& p = s_.procs[proc];
+    TraceEvent e;
+    e.time_ns = now;
+    e.kind = kind;
+    e.proc = proc;
+    e.pid = p.pid;
+    e.detail = detail;
+    static_assert(kNameSize <= kTraceLabelSize);
+    std::memcpy(e.label.data(), p.name, kNameSize);
+    trace_append(s_.traces[kProcessTraceRing], e);
+}
+
+} // namespace coexec::scheduler
