@@ -503,8 +503,10 @@ class Result:
 
 
 def trace_file(args, scenario, rep):
-    """Where --trace puts the trace of one coexec run: next to results.csv."""
-    return os.path.join(args.out, f"{scenario.name}.coexec.{rep + 1}.trace.json")
+    """Where --trace puts the trace of one coexec run: next to results.csv (a "/" in the
+    scenario's name becomes "_")."""
+    name = scenario.name.replace("/", "_")
+    return os.path.join(args.out, f"{name}.coexec.{rep + 1}.trace.json")
 
 
 def measure(env, args, scenarios, log):
@@ -807,7 +809,8 @@ def parse(argv):
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     p.add_argument("--trace", action="store_true",
                    help="record each coexec run with `coexec record`: one Perfetto trace "
-                        "<scenario>.coexec.<repeat>.trace.json next to results.csv")
+                        "<scenario>.coexec.<repeat>.trace.json next to results.csv "
+                        "(fig7/x: fig7_x...)")
     a = p.parse_args(argv)
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     bad = [m for m in a.modes if m not in MODES]
