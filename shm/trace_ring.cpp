@@ -8,10 +8,6 @@ namespace {
 
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr uint64_t kMask = kTraceRingSize - 1;
-// A slot still marked "being written" by a writer this many laps behind is
-// taken over: that writer died mid-record (or stopped for that long), and
-// otherwise the slot would drop one record per lap for ever.
-constexpr uint64_t kStaleLaps = 4;
 
 constexpr uint64_t writing(uint64_t index) {
     return 2 * index + 1;
@@ -61,13 +57,14 @@ bool trace_append(TraceRing& ring, const TraceEvent& event) {
     const uint64_t index = ring.head.fetch_add(1, rlx);
     TraceRecord& r = ring.records[index & kMask];
     uint64_t seen = r.seq.load(rlx);
-    // Claim the slot from the lap before ours. A slot a later lap already
-    // claimed, or one an earlier writer is still writing, is left alone:
-    // two writers must never interleave their payload stores.
+    // Claim the slot from an earlier lap. A slot a later lap already
+    // claimed, or one an earlier writer is still writing, is left alone: two
+    // writers must never interleave their payload stores, and a writer
+    // cannot tell a slow writer from a dead one (taking over from a slow one
+    // tore records). A writer that died mid-record so costs that slot one
+    // record per lap, each one counted lost by the readers.
     do {
-        if (seen >= writing(index)) return false;
-        const bool busy = (seen & 1) != 0 && seen / 2 + kStaleLaps * kTraceRingSize > index;
-        if (busy) return false;
+        if (seen >= writing(index) || (seen & 1) != 0) return false;
     } while (!r.seq.compare_exchange_weak(seen, writing(index), rlx));
     // Release fence: a reader that sees any payload store below, and then
     // issues its acquire fence, also sees `seq` odd (or later) on its
@@ -77,11 +74,10 @@ bool trace_append(TraceRing& ring, const TraceEvent& event) {
     encode(event, w);
     for (int i = 0; i < 7; ++i)
         r.words[i].store(w[i], rlx);
-    // Release: a reader that sees `written` sees the whole payload. A
-    // compare-exchange, not a store: if a writer laps behind us took the
-    // slot over (we stalled for kStaleLaps laps), its claim stands.
-    uint64_t mine = writing(index);
-    return r.seq.compare_exchange_strong(mine, written(index), std::memory_order_release, rlx);
+    // Release: a reader that sees `written` sees the whole payload. Nobody
+    // else writes `seq` while it is odd, so a plain store suffices.
+    r.seq.store(written(index), std::memory_order_release);
+    return true;
 }
 
 const char* trace_kind_name(TraceKind kind) {

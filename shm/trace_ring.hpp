@@ -45,7 +45,7 @@ struct TraceEvent {
 // allocation, no lock, no system call. Any number of threads of any
 // processes may append to one ring at once. Returns false when the record
 // was dropped because its slot was still being written by a writer a whole
-// lap behind (the readers count it as lost).
+// lap behind, or by one that died writing it (the readers count it lost).
 bool trace_append(TraceRing& ring, const TraceEvent& event);
 
 // The kind's name in traces ("grant", "evict", ...); "?" when out of range.
