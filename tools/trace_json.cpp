@@ -63,8 +63,8 @@ class Builder {
 
     std::string process_name(int32_t pid) const {
         auto it = r_.process_names.find(pid);
-        return it != r_.process_names.end() && !it->second.empty() ? it->second
-                                                                   : fmt::format("pid {}", pid);
+        std::string name = it != r_.process_names.end() ? printable(it->second) : "";
+        return name.empty() ? fmt::format("pid {}", pid) : name;
     }
 
     void apply(const TraceEvent& e) {
@@ -219,9 +219,8 @@ class Builder {
             meta("process_name", pid, 0, {{"name", process_name(pid)}});
         for (const auto& [tid, pid] : thread_pid_) {
             auto it = r_.thread_names.find(tid);
-            std::string name = it != r_.thread_names.end() && !it->second.empty()
-                                   ? it->second
-                                   : fmt::format("tid {}", tid);
+            std::string name = it != r_.thread_names.end() ? printable(it->second) : "";
+            if (name.empty()) name = fmt::format("tid {}", tid);
             meta("thread_name", pid, tid, {{"name", name}});
         }
     }
