@@ -148,6 +148,7 @@ void SharedScheduler::unregister(int32_t proc, WakeList& wakes, TraceKind why) {
 bool SharedScheduler::reap_dead(WakeList& wakes) {
     Header& h = s_.header;
     h.last_reap_ns.store(now_ns(), rlx);
+    reap_recorders();
     bool any = false;
     for (int i = h.alive_count - 1; i >= 0; --i) {
         int32_t p = h.alive[i];

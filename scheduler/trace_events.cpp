@@ -5,6 +5,8 @@
 #include "shm/clock.hpp"
 #include "shm/trace_ring.hpp"
 
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 
 namespace coexec::scheduler {
@@ -24,15 +26,37 @@ void copy_label(TraceEvent& e, const char (&text)[N]) {
 }
 } // namespace
 
-void SharedScheduler::add_recorder() {
-    // Relaxed: see trace(); the caller orders it with the lock if it must.
-    s_.header.trace_recorders.fetch_add(1, rlx);
+bool SharedScheduler::add_recorder(pid_t pid) {
+    for (auto& slot : s_.header.recorder_pids) {
+        int32_t expected = 0;
+        // The slot first, the count after: a reaper that frees the slot
+        // (the recorder died) takes one off a count that includes it.
+        if (!slot.compare_exchange_strong(expected, pid, rlx)) continue;
+        // Relaxed: see trace(); the caller orders it with the lock if it must.
+        s_.header.trace_recorders.fetch_add(1, rlx);
+        return true;
+    }
+    return false;
 }
 
-void SharedScheduler::remove_recorder() {
-    // Never below zero, even if a recorder stops twice.
-    uint32_t n = s_.header.trace_recorders.load(rlx);
-    while (n > 0 && !s_.header.trace_recorders.compare_exchange_weak(n, n - 1, rlx)) {
+void SharedScheduler::remove_recorder(pid_t pid) {
+    for (auto& slot : s_.header.recorder_pids) {
+        int32_t expected = pid;
+        // Whoever frees the slot (this recorder, or a reaper) decrements.
+        if (pid != 0 && slot.compare_exchange_strong(expected, 0, rlx)) {
+            s_.header.trace_recorders.fetch_sub(1, rlx);
+            return;
+        }
+    }
+}
+
+void SharedScheduler::reap_recorders() {
+    for (auto& slot : s_.header.recorder_pids) {
+        int32_t pid = slot.load(rlx);
+        // kill(pid, 0): ESRCH only when no such process exists (a reused
+        // pid keeps recording on, at worst, until that process exits).
+        if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+        if (slot.compare_exchange_strong(pid, 0, rlx)) s_.header.trace_recorders.fetch_sub(1, rlx);
     }
 }
 

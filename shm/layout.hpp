@@ -31,6 +31,7 @@ inline constexpr int kTraceLabelSize = 24; // label bytes a trace record carries
 // reap), which belong to no CPU.
 inline constexpr int kTraceRings = kMaxCpus + 1;
 inline constexpr int kProcessTraceRing = kMaxCpus;
+inline constexpr int kMaxRecorders = 8; // `coexec record` sessions at once
 
 enum class CpuState : uint32_t {
     Free = 0,     // nobody holds it; any submit may claim it
@@ -190,6 +191,9 @@ struct alignas(64) Header {
     // ownership change reads it, and it changes only when a recorder starts
     // or stops.
     alignas(64) std::atomic<uint32_t> trace_recorders;
+    // The recorders' pids (0: free slot), so that reap_dead() can switch
+    // off for a recorder that died without doing so.
+    std::atomic<int32_t> recorder_pids[kMaxRecorders];
 };
 
 // What a trace record says happened; shm/trace_ring.hpp documents each.

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -135,7 +136,14 @@ int record_command(const GlobalOptions& global, const RecordOptions& options) {
         return 2;
     }
     catch_stop_signals();
-    TraceSession session(*mapping.get(), target->shm_name);
+    std::optional<TraceSession> started;
+    try {
+        started.emplace(*mapping.get(), target->shm_name);
+    } catch (const std::exception& e) {
+        print_error(e.what());
+        return 2;
+    }
+    TraceSession& session = *started;
     // Scripts (run.py --trace) wait for this line before starting work.
     std::fprintf(stderr, "coexec record: recording %s%s\n", target->shm_name.c_str(),
                  options.command.empty() && options.duration_s <= 0 ? " (Ctrl-C to stop)" : "");

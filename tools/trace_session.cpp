@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
+#include <unistd.h>
 
 namespace coexec::cli {
 namespace {
@@ -64,8 +66,10 @@ TraceSession::TraceSession(Segment& segment, std::string shm_name)
         // Under the lock: no locked change falls between the state noted
         // here and the rings' positions (see add_recorder()).
         auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
-        sched_.add_recorder();
-        on_ = true;
+        on_ = sched_.add_recorder(::getpid());
+        if (!on_)
+            throw std::runtime_error("already " + std::to_string(kMaxRecorders) +
+                                     " coexec record sessions on this segment");
         for (int r = 0; r < kTraceRings; ++r)
             readers_[size_t(r)].start(s.traces[r]);
         rec_.start_ns = now_ns();
@@ -107,7 +111,7 @@ TraceSession::TraceSession(Segment& segment, std::string shm_name)
 }
 
 TraceSession::~TraceSession() {
-    if (on_) sched_.remove_recorder();
+    if (on_) sched_.remove_recorder(::getpid());
 }
 
 void TraceSession::poll() {
@@ -140,7 +144,7 @@ void TraceSession::name_new_threads(size_t from) {
 
 Recording TraceSession::finish() {
     poll();
-    if (on_) sched_.remove_recorder();
+    if (on_) sched_.remove_recorder(::getpid());
     on_ = false;
     rec_.end_ns = now_ns();
     Segment& s = sched_.segment();

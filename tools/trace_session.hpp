@@ -33,7 +33,8 @@ class TraceSession {
   public:
     // Switches recording on and notes who holds each CPU and who is a
     // member, all under the segment lock, so that every locked change after
-    // this point is in the rings.
+    // this point is in the rings. Throws std::runtime_error when
+    // shm::kMaxRecorders sessions already record the segment.
     TraceSession(shm::Segment& segment, std::string shm_name);
     // Switches recording off if finish() was not called.
     ~TraceSession();

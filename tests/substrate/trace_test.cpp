@@ -210,7 +210,7 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     std::vector<TraceRingReader> readers(shm::kTraceRings);
     for (int r = 0; r < shm::kTraceRings; ++r)
         readers[size_t(r)].start(m->traces[r]);
-    sched.add_recorder();
+    ASSERT_TRUE(sched.add_recorder(::getpid()));
     const uint64_t t0 = test::now_ns();
     ASSERT_EQ(nosv_attach(&task, nullptr, "traced", NOSV_ATTACH_NONE), NOSV_SUCCESS);
     const int cpu = nosv_get_current_logical_cpu();
@@ -219,7 +219,7 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     pid_t child = test::fork_child([] { return nosv_init() == 0 && nosv_shutdown() == 0 ? 0 : 1; });
     ASSERT_EQ(test::wait_child(child), 0);
     std::vector<TraceEvent> got = poll_all(*m.get(), readers);
-    sched.remove_recorder();
+    sched.remove_recorder(::getpid());
     EXPECT_FALSE(sched.recording());
 
     const TraceEvent* grant = nullptr;
@@ -253,6 +253,42 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     ASSERT_EQ(nosv_attach(&task, nullptr, "untraced", NOSV_ATTACH_NONE), NOSV_SUCCESS);
     ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
     EXPECT_EQ(heads(*m.get()), after) << "records written after the recorder stopped";
+    m = {};
+    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+}
+
+// A recorder that dies without switching off is removed at the next reap;
+// live ones stay, and at most kMaxRecorders record at once.
+TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
+    test::ScopedSegment seg;
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    shm::SegmentMapping m = seg.map();
+    ASSERT_TRUE(m);
+    scheduler::SharedScheduler sched(*m.get());
+    // The child only touches the shared mapping, then exits without
+    // switching off, as a recorder killed by SIGKILL would.
+    pid_t child = test::fork_child([&] { return sched.add_recorder(::getpid()) ? 0 : 1; });
+    ASSERT_EQ(test::wait_child(child), 0);
+    EXPECT_TRUE(sched.recording());
+    auto reap = [&] {
+        scheduler::WakeList wakes;
+        {
+            auto lock = sched.lock(wakes);
+            sched.reap_dead(wakes);
+        }
+        wakes.flush(*m.get());
+    };
+    reap();
+    EXPECT_FALSE(sched.recording());
+    for (int i = 0; i < shm::kMaxRecorders; ++i)
+        EXPECT_TRUE(sched.add_recorder(::getpid()));
+    EXPECT_FALSE(sched.add_recorder(::getpid()));
+    reap();
+    EXPECT_TRUE(sched.recording());
+    for (int i = 0; i < shm::kMaxRecorders; ++i)
+        sched.remove_recorder(::getpid());
+    EXPECT_FALSE(sched.recording());
+    EXPECT_EQ(m->header.trace_recorders.load(), 0u);
     m = {};
     EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
 }
