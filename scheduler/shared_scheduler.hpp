@@ -233,14 +233,15 @@ class SharedScheduler {
     uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
 
     // ---- the trace rings (trace_events.cpp) ---------------------------
-    // Lock-free, by a recorder (`coexec record`) of process `pid`:
-    // ownership changes are written to the trace rings while at least one
-    // recorder is on. Take the lock around add_recorder() to know that every
-    // locked change after it is recorded (lock-free hand-offs may lag by
-    // one change). False when kMaxRecorders already record. A recorder that
-    // dies without remove_recorder() is removed by reap_dead().
+    // Locked, by a recorder (`coexec record`) of process `pid`: ownership
+    // changes are written to the trace rings while at least one recorder is
+    // on; every locked change after add_recorder() is recorded (lock-free
+    // hand-offs may lag by one change). False when kMaxRecorders already
+    // record. A recorder that dies without remove_recorder() is removed by
+    // reap_dead().
     bool add_recorder(pid_t pid);
     void remove_recorder(pid_t pid);
+    // Lock-free: whether a recorder is on.
     bool recording() const;
 
   private:
@@ -271,6 +272,8 @@ class SharedScheduler {
     void append_process_trace(shm::TraceKind kind, int32_t proc, uint64_t now, uint64_t detail);
     // Frees the recorder slots of recorders that died (reap_dead()).
     void reap_recorders();
+    // Sets Header::trace_recorders from the recorder slots.
+    void count_recorders();
     // Unregisters `proc`, which left (Leave) or died (Reap).
     void unregister(int32_t proc, WakeList& wakes, shm::TraceKind why);
 

@@ -28,36 +28,41 @@ void copy_label(TraceEvent& e, const char (&text)[N]) {
 
 bool SharedScheduler::add_recorder(pid_t pid) {
     for (auto& slot : s_.header.recorder_pids) {
-        int32_t expected = 0;
-        // The slot first, the count after: a reaper that frees the slot
-        // (the recorder died) takes one off a count that includes it.
-        if (!slot.compare_exchange_strong(expected, pid, rlx)) continue;
-        // Relaxed: see trace(); the caller orders it with the lock if it must.
-        s_.header.trace_recorders.fetch_add(1, rlx);
+        if (slot.load(rlx) != 0) continue;
+        slot.store(pid, rlx);
+        count_recorders();
         return true;
     }
     return false;
 }
 
 void SharedScheduler::remove_recorder(pid_t pid) {
-    for (auto& slot : s_.header.recorder_pids) {
-        int32_t expected = pid;
-        // Whoever frees the slot (this recorder, or a reaper) decrements.
-        if (pid != 0 && slot.compare_exchange_strong(expected, 0, rlx)) {
-            s_.header.trace_recorders.fetch_sub(1, rlx);
-            return;
+    for (auto& slot : s_.header.recorder_pids)
+        if (pid != 0 && slot.load(rlx) == pid) {
+            slot.store(0, rlx);
+            break;
         }
-    }
+    count_recorders();
 }
 
 void SharedScheduler::reap_recorders() {
     for (auto& slot : s_.header.recorder_pids) {
-        int32_t pid = slot.load(rlx);
+        const int32_t pid = slot.load(rlx);
         // kill(pid, 0): ESRCH only when no such process exists (a reused
         // pid keeps recording on, at worst, until that process exits).
-        if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-        if (slot.compare_exchange_strong(pid, 0, rlx)) s_.header.trace_recorders.fetch_sub(1, rlx);
+        if (pid != 0 && ::kill(pid, 0) != 0 && errno == ESRCH) slot.store(0, rlx);
     }
+    count_recorders();
+}
+
+void SharedScheduler::count_recorders() {
+    // Derived from the slots, under the lock: a recorder that died halfway
+    // through adding or removing itself leaves no count behind.
+    uint32_t n = 0;
+    for (const auto& slot : s_.header.recorder_pids)
+        n += slot.load(rlx) != 0;
+    // Relaxed: see trace(); the lock orders it with the locked changes.
+    s_.header.trace_recorders.store(n, rlx);
 }
 
 bool SharedScheduler::recording() const {

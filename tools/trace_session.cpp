@@ -111,7 +111,17 @@ TraceSession::TraceSession(Segment& segment, std::string shm_name)
 }
 
 TraceSession::~TraceSession() {
-    if (on_) sched_.remove_recorder(::getpid());
+    if (on_) switch_off();
+}
+
+void TraceSession::switch_off() {
+    scheduler::WakeList wakes;
+    {
+        auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
+        sched_.remove_recorder(::getpid());
+    }
+    wakes.flush(sched_.segment());
+    on_ = false;
 }
 
 void TraceSession::poll() {
@@ -144,8 +154,7 @@ void TraceSession::name_new_threads(size_t from) {
 
 Recording TraceSession::finish() {
     poll();
-    if (on_) sched_.remove_recorder(::getpid());
-    on_ = false;
+    if (on_) switch_off();
     rec_.end_ns = now_ns();
     Segment& s = sched_.segment();
     // Members that joined before any Join record of theirs was read (lost).

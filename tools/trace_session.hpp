@@ -50,6 +50,7 @@ class TraceSession {
 
   private:
     void name_new_threads(size_t from);
+    void switch_off();
 
     scheduler::SharedScheduler sched_;
     Recording rec_;

@@ -210,7 +210,17 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     std::vector<TraceRingReader> readers(shm::kTraceRings);
     for (int r = 0; r < shm::kTraceRings; ++r)
         readers[size_t(r)].start(m->traces[r]);
-    ASSERT_TRUE(sched.add_recorder(::getpid()));
+    auto locked = [&](auto&& change) {
+        scheduler::WakeList wakes;
+        {
+            auto lock = sched.lock(wakes);
+            change();
+        }
+        wakes.flush(*m.get());
+    };
+    bool added = false;
+    locked([&] { added = sched.add_recorder(::getpid()); });
+    ASSERT_TRUE(added);
     const uint64_t t0 = test::now_ns();
     ASSERT_EQ(nosv_attach(&task, nullptr, "traced", NOSV_ATTACH_NONE), NOSV_SUCCESS);
     const int cpu = nosv_get_current_logical_cpu();
@@ -219,7 +229,7 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     pid_t child = test::fork_child([] { return nosv_init() == 0 && nosv_shutdown() == 0 ? 0 : 1; });
     ASSERT_EQ(test::wait_child(child), 0);
     std::vector<TraceEvent> got = poll_all(*m.get(), readers);
-    sched.remove_recorder(::getpid());
+    locked([&] { sched.remove_recorder(::getpid()); });
     EXPECT_FALSE(sched.recording());
 
     const TraceEvent* grant = nullptr;
@@ -265,9 +275,21 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     shm::SegmentMapping m = seg.map();
     ASSERT_TRUE(m);
     scheduler::SharedScheduler sched(*m.get());
-    // The child only touches the shared mapping, then exits without
-    // switching off, as a recorder killed by SIGKILL would.
-    pid_t child = test::fork_child([&] { return sched.add_recorder(::getpid()) ? 0 : 1; });
+    auto locked = [&](auto&& change) {
+        scheduler::WakeList wakes;
+        {
+            auto lock = sched.lock(wakes);
+            change();
+        }
+        wakes.flush(*m.get());
+    };
+    // The child only takes the lock and touches the shared mapping, then
+    // exits without switching off, as a recorder killed by SIGKILL would.
+    pid_t child = test::fork_child([&] {
+        bool added = false;
+        locked([&] { added = sched.add_recorder(::getpid()); });
+        return added ? 0 : 1;
+    });
     ASSERT_EQ(test::wait_child(child), 0);
     EXPECT_TRUE(sched.recording());
     auto reap = [&] {
@@ -280,13 +302,17 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     };
     reap();
     EXPECT_FALSE(sched.recording());
-    for (int i = 0; i < shm::kMaxRecorders; ++i)
-        EXPECT_TRUE(sched.add_recorder(::getpid()));
-    EXPECT_FALSE(sched.add_recorder(::getpid()));
+    locked([&] {
+        for (int i = 0; i < shm::kMaxRecorders; ++i)
+            EXPECT_TRUE(sched.add_recorder(::getpid()));
+        EXPECT_FALSE(sched.add_recorder(::getpid()));
+    });
     reap();
     EXPECT_TRUE(sched.recording());
-    for (int i = 0; i < shm::kMaxRecorders; ++i)
-        sched.remove_recorder(::getpid());
+    locked([&] {
+        for (int i = 0; i < shm::kMaxRecorders; ++i)
+            sched.remove_recorder(::getpid());
+    });
     EXPECT_FALSE(sched.recording());
     EXPECT_EQ(m->header.trace_recorders.load(), 0u);
     m = {};
