@@ -36,6 +36,8 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];
     ThreadSlot& th = s_.threads[t];
     uint64_t now = now_ns();
+    // A sleeping holder given work again is woken; anything else is a grant.
+    const bool woken = cpu.state.load(rlx) == CpuState::Sleeping && cpu.owner_thread.load(rlx) == t;
     if (cpu.stint_proc != th.proc) {
         close_stint(cpu, now);
         cpu.stint_proc = th.proc;
@@ -45,6 +47,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
     set_state(c, CpuState::Running);
+    trace(woken ? TraceKind::Wake : TraceKind::Grant, c, t, now);
     publish_grant(c, t, wakes);
 }
 
@@ -66,8 +69,10 @@ void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
 void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
+    const uint64_t now = now_ns();
     cpu.owner_thread.store(t, rlx);
-    cpu.since_ns.store(now_ns(), rlx);
+    cpu.since_ns.store(now, rlx);
+    trace(TraceKind::Handoff, c, t, now);
     publish_grant(c, t, wakes);
 }
 
@@ -134,6 +139,10 @@ void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
     int32_t t = cpu.owner_thread.load(rlx);
     if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
     set_state(c, next);
+    trace(next == CpuState::Idle       ? TraceKind::Idle
+          : next == CpuState::Sleeping ? TraceKind::Sleep
+                                       : TraceKind::Lend,
+          c, t);
 }
 
 int32_t SharedScheduler::offer_released(int32_t c, WakeList& wakes) {
@@ -149,10 +158,12 @@ bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) != CpuState::Lent || cpu.owner_thread.load(rlx) != thread) return false;
     ThreadSlot& th = s_.threads[thread];
+    const uint64_t now = now_ns();
     cpu.stint_proc = th.proc;
-    cpu.stint_start_ns = now_ns();
+    cpu.stint_start_ns = now;
     th.state.store(ThreadState::Running, rlx);
     set_state(c, CpuState::Running);
+    trace(TraceKind::Reclaim, c, thread, now);
     return true;
 }
 
@@ -239,11 +250,15 @@ void SharedScheduler::start_turn(int32_t c, int32_t proc, uint64_t now) {
 
 void SharedScheduler::set_free(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
-    if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
+    const CpuState before = cpu.state.load(rlx);
+    const int32_t holder = cpu.owner_thread.load(rlx);
+    const uint64_t now = now_ns();
+    if (before == CpuState::Running) close_stint(cpu, now);
     cpu.owner_proc.store(kNone, rlx);
     cpu.owner_thread.store(kNone, rlx);
-    cpu.since_ns.store(now_ns(), rlx);
+    cpu.since_ns.store(now, rlx);
     set_state(c, CpuState::Free);
+    if (before != CpuState::Free) trace(TraceKind::Release, c, holder, now);
 }
 
 void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
@@ -295,6 +310,7 @@ void SharedScheduler::evict_holder(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     int32_t t = cpu.owner_thread.load(rlx);
     if (t == kNone) return;
+    trace(TraceKind::Evict, c, t);
     if (cpu.state.load(rlx) == CpuState::Lent) {
         // The lender is not waiting: it learns it at reclaim_lent(). Until
         // then it runs on any managed CPU rather than share this one.

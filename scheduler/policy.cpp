@@ -79,8 +79,11 @@ SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self
 }
 
 bool SharedScheduler::give_way(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
-    if (next_turn(c, self, false, false, now_ns(), wakes) != Next::Other) return false;
+    const uint64_t now = now_ns();
+    if (next_turn(c, self, false, false, now, wakes) != Next::Other) return false;
     s_.threads[thread].state.store(ThreadState::Waiting, rlx);
+    // At `now`, before the grant next_turn() recorded: readers order by time.
+    trace(TraceKind::Preempt, c, thread, now);
     return true;
 }
 

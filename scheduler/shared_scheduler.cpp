@@ -114,16 +114,25 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);
         h.alive[h.alive_count++] = p;
+        trace_process(TraceKind::Join, p, slot.alive_ns.load(rlx), 0);
         return p;
     }
     return kNone;
 }
 
 void SharedScheduler::unregister_process(int32_t proc, WakeList& wakes) {
+    unregister(proc, wakes, TraceKind::Leave);
+}
+
+void SharedScheduler::unregister(int32_t proc, WakeList& wakes, TraceKind why) {
     Header& h = s_.header;
     release_cpus_of(proc);
     free_threads_of(proc);
     ProcSlot& slot = s_.procs[proc];
+    // After its CPUs' releases (recorded with their holders), before the
+    // CPUs go to others. A reaped process was last known to run at its
+    // last beat.
+    trace_process(why, proc, now_ns(), why == TraceKind::Reap ? slot.alive_ns.load(rlx) : 0);
     slot.ready_total.store(0, rlx);
     slot.ready_any.store(0, rlx);
     slot.state.store(ProcState::Unused, std::memory_order_release);
@@ -139,11 +148,12 @@ void SharedScheduler::unregister_process(int32_t proc, WakeList& wakes) {
 bool SharedScheduler::reap_dead(WakeList& wakes) {
     Header& h = s_.header;
     h.last_reap_ns.store(now_ns(), rlx);
+    reap_recorders();
     bool any = false;
     for (int i = h.alive_count - 1; i >= 0; --i) {
         int32_t p = h.alive[i];
         if (process_alive(s_.procs[p].pid, s_.procs[p].start_time)) continue;
-        unregister_process(p, wakes);
+        unregister(p, wakes, TraceKind::Reap);
         any = true;
     }
     return any;
@@ -342,6 +352,8 @@ void SharedScheduler::set_label(int32_t t, std::string_view label) {
     char buf[kLabelSize] = {};
     label.copy(buf, kLabelSize - 1);
     std::memcpy(s_.threads[t].label, buf, kLabelSize);
+    if (recording()) [[unlikely]]
+        trace_label(t);
 }
 
 void SharedScheduler::wake_thread(int32_t t) {

@@ -112,7 +112,8 @@ class SharedScheduler {
     void close_pool(int32_t proc);
     // Lock-free, by the thread itself before anyone can grant it a CPU, or
     // once it runs: its kernel tid and what it shows (`coexec top`). A
-    // reader may see a torn label for one refresh.
+    // reader may see a torn label for one refresh. While recording, a new
+    // label of a running thread is traced (TraceKind::Label).
     void set_tid(int32_t thread, pid_t tid);
     void set_label(int32_t thread, std::string_view label);
     // Lock-free, from any thread of the process: bumps `thread`'s word and
@@ -231,7 +232,51 @@ class SharedScheduler {
     // Lock-free: CPU time `proc` received, including open stints.
     uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
 
+    // ---- the trace rings (trace_events.cpp) ---------------------------
+    // Locked, by a recorder (`coexec record`) of process `pid`: ownership
+    // changes are written to the trace rings while at least one recorder is
+    // on; every locked change after add_recorder() is recorded (lock-free
+    // hand-offs may lag by one change). False when kMaxRecorders already
+    // record. A recorder that dies without remove_recorder() is removed by
+    // reap_dead().
+    bool add_recorder(pid_t pid);
+    void remove_recorder(pid_t pid);
+    // Lock-free: whether a recorder is on.
+    bool recording() const;
+
   private:
+    // trace_events.cpp
+    // Appends an ownership change of `cpu` that names `thread` (kNone for
+    // none) at `now` (0: read the clock) to the CPU's ring, when a recorder
+    // is on. Lock-free, async-signal-safe; see shm/trace_ring.hpp for what
+    // each kind names.
+    void trace(shm::TraceKind kind, int32_t cpu, int32_t thread, uint64_t now = 0) {
+        // Relaxed: the switch publishes no data (each record carries its
+        // own ordering in its `seq`), so a stale read only adds or omits a
+        // record at the moment a recorder starts or stops. The recorder
+        // switches on under the segment lock, which orders it before every
+        // later locked change anyway.
+        if (s_.header.trace_recorders.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            append_trace(kind, cpu, thread, now, 0);
+    }
+    // A process event (Join, Leave, Reap) of `proc` to the process ring.
+    void trace_process(shm::TraceKind kind, int32_t proc, uint64_t now, uint64_t detail) {
+        if (s_.header.trace_recorders.load(std::memory_order_relaxed) != 0) [[unlikely]]
+            append_process_trace(kind, proc, now, detail);
+    }
+    // A label change of `thread` on the CPU it runs on, if it runs: the
+    // label names the runtime or task type in the CPU's slices.
+    void trace_label(int32_t thread);
+    void append_trace(shm::TraceKind kind, int32_t cpu, int32_t thread, uint64_t now,
+                      uint64_t detail);
+    void append_process_trace(shm::TraceKind kind, int32_t proc, uint64_t now, uint64_t detail);
+    // Frees the recorder slots of recorders that died (reap_dead()).
+    void reap_recorders();
+    // Sets Header::trace_recorders from the recorder slots.
+    void count_recorders();
+    // Unregisters `proc`, which left (Leave) or died (Reap).
+    void unregister(int32_t proc, WakeList& wakes, shm::TraceKind why);
+
     // shared_scheduler.cpp
     void repair(WakeList& wakes);
     void release_cpus_of(int32_t proc);

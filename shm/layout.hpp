@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 8;
+inline constexpr uint32_t kAbiVersion = 9;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -24,6 +24,14 @@ inline constexpr int kLabelSize = 32;
 inline constexpr int kNameSize = 16;
 inline constexpr int kOriginSize = 192;
 inline constexpr int32_t kNone = -1;
+// Trace rings (see shm/trace_ring.hpp): records per ring, a power of two.
+inline constexpr int kTraceRingSize = 256;
+inline constexpr int kTraceLabelSize = 24; // label bytes a trace record carries
+// One ring per CPU slot, and one more for the process events (join, leave,
+// reap), which belong to no CPU.
+inline constexpr int kTraceRings = kMaxCpus + 1;
+inline constexpr int kProcessTraceRing = kMaxCpus;
+inline constexpr int kMaxRecorders = 8; // `coexec record` sessions at once
 
 enum class CpuState : uint32_t {
     Free = 0,     // nobody holds it; any submit may claim it
@@ -178,18 +186,65 @@ struct alignas(64) Header {
     std::atomic<int32_t> wakeable_cpus;
     std::atomic<uint64_t> last_reap_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
+    // How many `coexec record` sessions want ownership changes written to
+    // the trace rings; 0: none are written. On its own cache line: every
+    // ownership change reads it, and it changes only when a recorder starts
+    // or stops.
+    alignas(64) std::atomic<uint32_t> trace_recorders;
+    // The recorders' pids (0: free slot), so that reap_dead() can switch
+    // off for a recorder that died without doing so.
+    std::atomic<int32_t> recorder_pids[kMaxRecorders];
 };
 
-// The whole segment. Sized at compile time: about 2 MiB.
+// What a trace record says happened; shm/trace_ring.hpp documents each.
+enum class TraceKind : uint8_t {
+    None = 0,
+    Grant = 1,    // a thread was given the CPU (from another holder, or none)
+    Handoff = 2,  // the holder handed it to another thread of its process
+    Wake = 3,     // its sleeping holder was given work on it again
+    Reclaim = 4,  // its lender took it back
+    Idle = 5,     // its holder keeps it without work, spinning
+    Sleep = 6,    // its holder keeps it without work, asleep
+    Lend = 7,     // its holder runs code of its own on it (coexec_lend_cpu)
+    Release = 8,  // nobody holds it any more
+    Evict = 9,    // its idle holder or lender was put off it (a grant follows)
+    Preempt = 10, // its holder gave way to the preemption signal (SIGURG)
+    Join = 11,    // a process registered (process ring)
+    Leave = 12,   // a process unregistered (process ring)
+    Reap = 13,    // a dead process was freed by another (process ring)
+    Label = 14,   // its running holder's label changed (another task type)
+};
+inline constexpr int kTraceKinds = 15;
+
+// One event in a trace ring: `seq` says which ring index it holds and
+// whether it is complete (shm/trace_ring.hpp); the payload words are
+// written relaxed between the two `seq` stores.
+struct alignas(64) TraceRecord {
+    std::atomic<uint64_t> seq;
+    std::atomic<uint64_t> words[7];
+};
+
+// A bounded ring of trace records that any number of processes append to
+// and recorders read without a lock; the oldest records are overwritten.
+struct alignas(64) TraceRing {
+    std::atomic<uint64_t> head; // the index the next record gets
+    alignas(64) TraceRecord records[kTraceRingSize];
+};
+
+// The whole segment. Sized at compile time: about 6.5 MiB, 4 of them the
+// trace rings.
 struct Segment {
     Header header;
     CpuSlot cpus[kMaxCpus];
     ProcSlot procs[kMaxProcs];
     ThreadSlot threads[kMaxThreads];
+    TraceRing traces[kTraceRings];
 };
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
+static_assert((kTraceRingSize & (kTraceRingSize - 1)) == 0);
+static_assert(sizeof(TraceRecord) == 64);
 
 } // namespace coexec::shm

@@ -41,6 +41,34 @@ struct RunOptions {
     std::vector<std::string> command;
 };
 
+struct RecordOptions {
+    std::string output = "coexec-trace.json";
+    double duration_s = 0;            // > 0: stop after this long
+    bool png = false;                 // also draw the trace (plot_command) next to it
+    std::vector<std::string> command; // run it and stop when it exits
+};
+
+// Records every ownership change of the segment (created if missing) into
+// a Chrome/Perfetto trace-event JSON file: while `command` runs, for
+// `duration_s`, or until SIGINT/SIGTERM. Returns the command's exit status
+// (128+signal if a signal ended it), or 2 when the segment or the file
+// cannot be used, 127 when the command cannot be started.
+int record_command(const GlobalOptions& global, const RecordOptions& options);
+
+// The PNG path `coexec record --png` writes for a trace: ".json" -> ".png".
+std::string png_path_for(const std::string& trace_path);
+
+struct PlotOptions {
+    std::string trace;
+    std::string output = "timeline.png";
+    std::string title; // empty: the trace's path
+};
+
+// Draws the CPU slices of a `coexec record` trace as a Gantt chart with
+// gnuplot: CPUs on y, time on x, one colour per process and runtime label.
+// Returns 0, or 2 when the trace cannot be read or gnuplot fails.
+int plot_command(const PlotOptions& options);
+
 // Execs `command` with the chosen adapters' libraries on the loader path;
 // returns only on failure (2: usage, 127: cannot exec).
 int run_command(const RunOptions& options);

@@ -15,6 +15,8 @@ struct Cli {
     bool json = false;
     bool force = false;
     RunOptions run;
+    RecordOptions record;
+    PlotOptions plot;
     int status = 0;
 };
 
@@ -76,6 +78,33 @@ void add_run(CLI::App& app, Cli& cli) {
     run->callback([&] { cli.status = run_command(cli.run); });
 }
 
+void add_trace(CLI::App& app, Cli& cli) {
+    CLI::App* record = app.add_subcommand(
+        "record", "Record who held each CPU into a trace for Perfetto (ui.perfetto.dev)");
+    record->footer("Usage: coexec record [-o FILE] [--png] [--duration S | -- CMD [ARGS...]]\n"
+                   "Records every process on the segment while CMD runs, for S seconds, or\n"
+                   "until Ctrl-C. With CMD, exits with its status.");
+    record->add_option("-o,--output", cli.record.output, "Trace file to write (JSON)")
+        ->capture_default_str();
+    CLI::Option* duration =
+        record->add_option("--duration", cli.record.duration_s, "Stop after this many seconds")
+            ->check(CLI::Range(0.001, 1e7));
+    record->add_flag("--png", cli.record.png,
+                     "Also draw the trace with gnuplot, next to it (FILE with .png)");
+    CLI::Option* command =
+        record->add_option("command", cli.record.command, "The program to run and its arguments");
+    duration->excludes(command);
+    record->positionals_at_end();
+    record->callback([&] { cli.status = record_command(cli.global, cli.record); });
+
+    CLI::App* plot = app.add_subcommand(
+        "plot", "Draw a `coexec record` trace as a Gantt chart (PNG, with gnuplot)");
+    plot->add_option("trace", cli.plot.trace, "Trace written by `coexec record`")->required();
+    plot->add_option("-o,--output", cli.plot.output, "PNG file to write")->capture_default_str();
+    plot->add_option("--title", cli.plot.title, "Chart title (default: the trace's path)");
+    plot->callback([&] { cli.status = plot_command(cli.plot); });
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +117,7 @@ int main(int argc, char** argv) {
     add_top(app, cli);
     add_reports(app, cli);
     add_run(app, cli);
+    add_trace(app, cli);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

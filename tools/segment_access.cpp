@@ -1,5 +1,7 @@
 #include "segment_access.hpp"
 
+#include "scheduler/shared_scheduler.hpp"
+
 #include <cstdio>
 
 namespace coexec::cli {
@@ -15,6 +17,21 @@ std::string header_problem(const shm::Header& h) {
         h.max_cpus != shm::kMaxCpus)
         return "its table sizes do not match this coexec";
     return {};
+}
+
+shm::SegmentMapping open_checked(const shm::SegmentOptions& options, const Target& target,
+                                 shm::SegmentError& error) {
+    shm::SegmentMapping mapping = shm::SegmentMapping::open(options, error);
+    if (!mapping) return mapping;
+    // open() has read the magic with acquire, so the fixed header fields
+    // the creator wrote before publishing it are visible here.
+    if (std::string problem = header_problem(mapping->header); !problem.empty()) {
+        error = {shm::SegmentError::Kind::Foreign, "shared segment " + target.shm_name +
+                                                       " is corrupt (" + problem +
+                                                       "); remove it with `coexec reset --force`"};
+        return {};
+    }
+    return mapping;
 }
 
 } // namespace
@@ -52,17 +69,18 @@ std::optional<Target> resolve_target(const GlobalOptions& global, std::string& e
 }
 
 shm::SegmentMapping open_existing(const Target& target, shm::SegmentError& error) {
-    shm::SegmentMapping mapping = shm::SegmentMapping::open(target.options, error);
-    if (!mapping) return mapping;
-    // open() has read the magic with acquire, so the fixed header fields
-    // the creator wrote before publishing it are visible here.
-    if (std::string problem = header_problem(mapping->header); !problem.empty()) {
-        error = {shm::SegmentError::Kind::Foreign, "shared segment " + target.shm_name +
-                                                       " is corrupt (" + problem +
-                                                       "); remove it with `coexec reset --force`"};
-        return {};
-    }
-    return mapping;
+    return open_checked(target.options, target, error);
+}
+
+shm::SegmentMapping open_or_create(const Target& target, shm::SegmentError& error) {
+    shm::SegmentOptions options = target.options;
+    options.create = true;
+    // As a joining process does: no CPU table yet; the first member lays
+    // it out with its own settings (Membership::join()).
+    options.initialize = [](shm::Segment& s) {
+        scheduler::SharedScheduler(s).format({}, shm::SegmentConfig{});
+    };
+    return open_checked(options, target, error);
 }
 
 void print_error(const std::string& message) {

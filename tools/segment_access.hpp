@@ -34,6 +34,10 @@ std::optional<Target> resolve_target(const GlobalOptions& global, std::string& e
 // empty mapping and fills `error`.
 shm::SegmentMapping open_existing(const Target& target, shm::SegmentError& error);
 
+// As open_existing(), but creates the segment (with an empty CPU table,
+// which the first member lays out) when there is none.
+shm::SegmentMapping open_or_create(const Target& target, shm::SegmentError& error);
+
 // Prints "coexec: <message>" on stderr.
 void print_error(const std::string& message);
 

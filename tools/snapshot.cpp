@@ -128,6 +128,7 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
         if (t.state.load(rlx) != shm::ThreadState::Unused) ++info.threads_used;
     info.unheld_cpus = h.unheld_cpus.load(rlx);
     info.recoveries = h.recoveries.load(rlx);
+    info.trace_recorders = h.trace_recorders.load(rlx);
     return info;
 }
 

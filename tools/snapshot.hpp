@@ -65,6 +65,7 @@ struct SegmentInfo {
     int threads_max = shm::kMaxThreads;
     int unheld_cpus = 0;
     uint64_t recoveries = 0;
+    uint32_t trace_recorders = 0; // `coexec record` sessions running
 };
 
 struct Snapshot {

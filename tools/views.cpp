@@ -125,6 +125,8 @@ std::vector<std::string> info_lines(const Snapshot& snap, const std::string& bin
         fmt::format("threads      {} of {} slots", s.threads_used, s.threads_max),
         fmt::format("unheld CPUs  {} of {}", s.unheld_cpus, s.cpu_count),
         fmt::format("recoveries   {} (lock repairs after a holder died)", s.recoveries),
+        s.trace_recorders ? fmt::format("recording    on ({} coexec record)", s.trace_recorders)
+                          : std::string("recording    off"),
         fmt::format("topology     {} CPU{}, {} NUMA node{}", s.cpu_count,
                     s.cpu_count == 1 ? "" : "s", s.numa_count, s.numa_count == 1 ? "" : "s"),
         fmt::format("cpus from    {}", s.cpu_origin.empty() ? "unknown" : s.cpu_origin),
@@ -205,7 +207,8 @@ json info_json(const Snapshot& snap, const std::string& binding) {
               {"threads", s.threads_used},
               {"max_threads", s.threads_max},
               {"unheld_cpus", s.unheld_cpus},
-              {"lock_recoveries", s.recoveries}}},
+              {"lock_recoveries", s.recoveries},
+              {"trace_recorders", s.trace_recorders}}},
             {"topology",
              {{"cpus", s.cpu_count},
               {"numa_nodes", s.numa_count},

@@ -398,12 +398,43 @@ def result_lines(text):
     return {line.strip() for line in text.splitlines() if line.startswith(RESULT_PREFIX)}
 
 
-def run_jobs(env, jobs, mode, timeout, scenario_env, log):
+def start_recorder(env, trace_path, scenario_env, log):
+    """Starts `coexec record -o trace_path` on the scenario's segment and waits until it
+    records (it says so on stderr), so that the jobs' first grants are in the trace.
+    Returns the recorder, or None (and a note in the log) when it cannot start."""
+    rec_env = dict(os.environ)
+    rec_env.update(scenario_env)
+    log.write(f"$ {env.coexec} record -o {trace_path}\n")
+    rec = subprocess.Popen([env.coexec, "record", "-o", trace_path], env=rec_env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = rec.stderr.readline()  # "coexec record: recording ..." once switched on
+    if not line.startswith("coexec record: recording"):
+        log.write(f"coexec record did not start: {line}{rec.stderr.read()}\n")
+        rec.wait()
+        return None
+    return rec
+
+
+def stop_recorder(rec, log):
+    """Ctrl-C for the recorder: it writes the trace and exits."""
+    if rec is None:
+        return
+    rec.send_signal(signal.SIGINT)
+    try:
+        _, err = rec.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        rec.kill()
+        _, err = rec.communicate()
+    log.write(err)
+
+
+def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     """Starts all jobs at once, waits for all; returns (wall seconds, steady seconds or None,
     status, the distinct result lines). Each job's output goes to a file of its own, then to
-    the log."""
+    the log. With `trace_path` (coexec mode), `coexec record` writes the run's trace there."""
     procs, outs = [], []
     plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
+    recorder = start_recorder(env, trace_path, scenario_env, log) if trace_path else None
     start = time.monotonic()
     for job, (share, cpus) in zip(jobs, plans):
         argv, extra = command(env, job, mode, share, cpus)
@@ -440,6 +471,7 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log):
     finally:
         watchdog.cancel()
     elapsed = time.monotonic() - start
+    stop_recorder(recorder, log)
     if killed:
         status = "timeout"
     steady, printed = [], set()
@@ -468,6 +500,13 @@ class Result:
         if kind == "wall":
             return self.times
         return self.steady if self.steady and None not in self.steady else []
+
+
+def trace_file(args, scenario, rep):
+    """Where --trace puts the trace of one coexec run: next to results.csv (a "/" in the
+    scenario's name becomes "_")."""
+    name = scenario.name.replace("/", "_")
+    return os.path.join(args.out, f"{name}.coexec.{rep + 1}.trace.json")
 
 
 def measure(env, args, scenarios, log):
@@ -499,7 +538,9 @@ def measure(env, args, scenarios, log):
                         st = s if s != "ok" else st
                         out |= o
                 else:
-                    secs, steady, st, out = run_jobs(env, sc.jobs, mode, limit, sc.env, log)
+                    trace = trace_file(args, sc, rep) if args.trace and mode == "coexec" else None
+                    secs, steady, st, out = run_jobs(env, sc.jobs, mode, limit, sc.env, log,
+                                                     trace)
                 done += 1
                 if st == "ok":
                     times.append(secs)
@@ -766,6 +807,10 @@ def parse(argv):
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--check", action="store_true", help="exit 1 if any run failed")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--trace", action="store_true",
+                   help="record each coexec run with `coexec record`: one Perfetto trace "
+                        "<scenario>.coexec.<repeat>.trace.json next to results.csv "
+                        "(fig7/x: fig7_x...)")
     a = p.parse_args(argv)
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     bad = [m for m in a.modes if m not in MODES]
@@ -791,6 +836,7 @@ def main(argv):
     env = Environment(args.build)
     out = os.path.abspath(args.out or os.path.join(args.build, "oversubscription"))
     os.makedirs(out, exist_ok=True)
+    args.out = out
     print(f"run.py: {len(scenarios)} scenarios x {len(args.modes)} modes x {args.repeats} "
           f"repeats on {env.ncpu} CPUs; coexec {'available' if env.coexec_ok else 'not built'}",
           flush=True)

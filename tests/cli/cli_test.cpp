@@ -109,7 +109,7 @@ void expect_clean_failure(const Outcome& o, const std::string& needle) {
 // ---- help ------------------------------------------------------------------
 
 TEST(CliHelp, EverySubcommandHasHelp) {
-    for (std::string sub : {"", "top", "ps", "info", "reset", "check", "run"}) {
+    for (std::string sub : {"", "top", "ps", "info", "reset", "check", "run", "record", "plot"}) {
         std::vector<std::string> argv{kCli};
         if (!sub.empty()) argv.push_back(sub);
         argv.push_back("--help");

@@ -20,7 +20,7 @@ namespace coexec::fuzz {
     std::abort();
 }
 
-// One Segment-sized buffer per process, reused by every input (2.4 MiB:
+// One Segment-sized buffer per process, reused by every input (6.5 MiB:
 // allocating it per input would dominate the run time).
 inline shm::Segment& scratch_segment() {
     static shm::Segment* segment = new shm::Segment;

@@ -1,0 +1,81 @@
+// The trace rings' protocol: how ownership changes are appended to a ring
+// in the segment and read back, without a lock, by any number of writers
+// and readers in any processes.
+//
+// Writers take an index with fetch_add on the ring's head, claim the record
+// at index % kTraceRingSize by moving its `seq` to 2*index+1 (odd: being
+// written), write the payload and publish it as 2*index+2. A reader that
+// finds 2*index+2 before and after copying the payload has a whole record;
+// any other value means it was overwritten by a later lap, is still being
+// written, or was dropped. Readers keep their own positions, so a slow
+// reader loses the oldest records (and counts them), never a writer's time.
+#pragma once
+
+#include "layout.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace coexec::shm {
+
+// One decoded trace record. Which thread it names depends on the kind: the
+// new holder for Grant, Handoff, Wake and Reclaim; the holder for Idle,
+// Sleep, Lend, Preempt and Label; the former holder for Release and Evict (none
+// when the CPU was not held); none for the process events, whose `label`
+// is the process name.
+struct TraceEvent {
+    uint64_t time_ns = 0; // CLOCK_MONOTONIC
+    TraceKind kind = TraceKind::None;
+    int32_t cpu = kNone;    // CPU slot index; kNone for process events
+    int32_t pid = 0;        // 0 when no process is named
+    int32_t tid = 0;        // kernel tid; 0 when unknown or none
+    int32_t proc = kNone;   // process slot
+    int32_t thread = kNone; // thread slot
+    // Reap: when the dead process was last known to run (its last beat).
+    uint64_t detail = 0;
+    std::array<char, kTraceLabelSize> label{}; // NUL-padded, maybe unterminated
+
+    // The label up to its first NUL.
+    std::string_view label_text() const;
+};
+
+// Appends `event` to `ring`. Lock-free and async-signal-safe: no
+// allocation, no lock, no system call. Any number of threads of any
+// processes may append to one ring at once. Returns false when the record
+// was dropped because its slot was still being written by a writer a whole
+// lap behind, or by one that died writing it (the readers count it lost).
+bool trace_append(TraceRing& ring, const TraceEvent& event);
+
+// The kind's name in traces ("grant", "evict", ...); "?" when out of range.
+const char* trace_kind_name(TraceKind kind);
+
+// One reader's position in one ring. The ring may hold arbitrary bytes (a
+// corrupt segment): nothing it reads is used as an index.
+class TraceRingReader {
+  public:
+    // A record not complete this long after the reader first waited for it
+    // is counted lost (its writer dropped it or died while writing it).
+    static constexpr uint64_t kPendingTimeoutNs = 20'000'000;
+
+    // Reads from the ring's current head on: only records appended from now.
+    void start(const TraceRing& ring);
+    // Appends the records completed since the last poll to `out`, in ring
+    // order, and counts those lost: overwritten before they were read, or
+    // never completed. Stops at the first record still being written, unless
+    // it has been pending for kPendingTimeoutNs at `now` (CLOCK_MONOTONIC) or
+    // the writers are half a ring ahead of it.
+    void poll(const TraceRing& ring, uint64_t now, std::vector<TraceEvent>& out);
+    // Records lost so far.
+    uint64_t lost() const { return lost_; }
+    // The index of the next record this reader will read.
+    uint64_t position() const { return next_; }
+
+  private:
+    uint64_t next_ = 0;
+    uint64_t lost_ = 0;
+    uint64_t pending_since_ns_ = 0; // 0: not waiting for a record
+};
+
+} // namespace coexec::shm

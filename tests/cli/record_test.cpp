@@ -1,0 +1,302 @@
+// `coexec record` and `coexec plot`, run as real processes around a real
+// two-process script; the traces are parsed and checked against the
+// invariants of CPU ownership.
+#include "process.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace coexec::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kCli = COEXEC_CLI;
+const std::string kScript = TRACE_SCRIPT;
+// Timestamps are microseconds as doubles: equal instants may differ by
+// rounding.
+constexpr double kEps = 0.01;
+
+struct Slice {
+    int cpu;
+    double start, end;
+    int pid, tid;
+    std::string label, state;
+};
+struct Instant {
+    std::string name;
+    double ts;
+    int pid;
+};
+struct Sample {
+    int pid;
+    double ts;
+    int cpus;
+};
+
+// A trace written by `coexec record`, taken apart.
+struct Trace {
+    json doc;
+    int64_t cpu_pid = 0;
+    std::vector<Slice> slices; // CPU tracks
+    std::vector<Instant> instants;
+    std::vector<Sample> samples; // "CPUs held" counters
+    std::map<int, std::string> process_names;
+
+    std::vector<Slice> slices_of(int pid) const {
+        std::vector<Slice> out;
+        for (const auto& s : slices)
+            if (s.pid == pid) out.push_back(s);
+        return out;
+    }
+    const Instant* instant(const std::string& name, int pid) const {
+        for (const auto& i : instants)
+            if (i.name == name && i.pid == pid) return &i;
+        return nullptr;
+    }
+};
+
+Trace read_trace(const std::string& path) {
+    std::ifstream in(path);
+    Trace t;
+    t.doc = json::parse(in);
+    t.cpu_pid = t.doc["otherData"]["cpu_track_pid"].get<int64_t>();
+    for (const json& e : t.doc["traceEvents"]) {
+        const std::string ph = e["ph"];
+        if (ph == "X") {
+            EXPECT_EQ(e["pid"].get<int64_t>(), t.cpu_pid) << e.dump();
+            const json& a = e["args"];
+            const double ts = e["ts"], dur = e["dur"];
+            t.slices.push_back({int(e["tid"].get<int64_t>() - t.cpu_pid), ts, ts + dur,
+                                a["pid"].get<int>(), a["tid"].get<int>(), a["label"], a["state"]});
+        } else if (ph == "i") {
+            t.instants.push_back({e["name"], e["ts"], e["args"].value("pid", 0)});
+        } else if (ph == "C") {
+            t.samples.push_back({e["pid"].get<int>(), e["ts"], e["args"]["cpus"].get<int>()});
+        } else if (ph == "M" && e["name"] == "process_name") {
+            t.process_names[int(e["pid"].get<int64_t>())] = e["args"]["name"];
+        }
+    }
+    return t;
+}
+
+// Slices on one CPU's track never overlap.
+void expect_no_overlap(const Trace& t) {
+    std::map<int, std::vector<Slice>> by_cpu;
+    for (const auto& s : t.slices)
+        by_cpu[s.cpu].push_back(s);
+    for (auto& [cpu, list] : by_cpu) {
+        std::sort(list.begin(), list.end(),
+                  [](const Slice& a, const Slice& b) { return a.start < b.start; });
+        for (size_t i = 1; i < list.size(); ++i)
+            EXPECT_GE(list[i].start, list[i - 1].end - kEps)
+                << "CPU " << cpu << ": pid " << list[i - 1].pid << " [" << list[i - 1].start << ", "
+                << list[i - 1].end << ") overlaps pid " << list[i].pid << " at " << list[i].start;
+    }
+}
+
+// Every slice's process was a member throughout: between its "join" (or
+// "member at start") and its "leave" or "reaped".
+void expect_members(const Trace& t) {
+    const double end = t.doc["otherData"]["end_monotonic_ns"].get<double>() / 1000.0 -
+                       t.doc["otherData"]["start_monotonic_ns"].get<double>() / 1000.0;
+    for (const auto& s : t.slices) {
+        const Instant* in = t.instant("join", s.pid);
+        if (!in) in = t.instant("member at start", s.pid);
+        ASSERT_NE(in, nullptr) << "pid " << s.pid << " holds CPU " << s.cpu << " but never joined";
+        const Instant* out = t.instant("leave", s.pid);
+        if (!out) out = t.instant("reaped", s.pid);
+        const double until = out ? out->ts : end + kEps;
+        EXPECT_GE(s.start, in->ts - kEps)
+            << "pid " << s.pid << " held CPU " << s.cpu << " before it joined";
+        EXPECT_LE(s.end, until + kEps)
+            << "pid " << s.pid << " held CPU " << s.cpu << " after it left";
+    }
+}
+
+// Each "CPUs held" sample equals the slices of its process open at that
+// moment (slices are half-open: one that ends at the sample does not count).
+void expect_counters_match(const Trace& t) {
+    ASSERT_FALSE(t.samples.empty());
+    for (const auto& c : t.samples) {
+        int open = 0;
+        for (const auto& s : t.slices)
+            open += s.pid == c.pid && s.start <= c.ts + kEps && s.end > c.ts + kEps;
+        EXPECT_EQ(open, c.cpus) << "pid " << c.pid << " at " << c.ts;
+    }
+}
+
+void expect_invariants(const Trace& t) {
+    EXPECT_EQ(t.doc["otherData"]["lost_events"], 0);
+    expect_no_overlap(t);
+    expect_members(t);
+    expect_counters_match(t);
+}
+
+// Parses the "<role> <pid>" lines the script prints.
+std::map<std::string, int> roles(const std::string& out) {
+    std::map<std::string, int> r;
+    std::istringstream in(out);
+    std::string role;
+    int pid;
+    while (in >> role >> pid)
+        r[role] = pid;
+    return r;
+}
+
+class RecordTest : public ::testing::Test {
+  protected:
+    void TearDown() override {
+        shm_unlink(("/coexec." + name_ + ".u" + std::to_string(geteuid())).c_str());
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+    // `coexec record -o <trace> --name <ours> ARGS...`.
+    Outcome record(std::vector<std::string> args) const {
+        std::vector<std::string> argv{kCli, "record", "-o", trace_path(), "--name", name_};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_process(argv, {}, 60s);
+    }
+    std::string trace_path() const { return dir_ + "/trace.json"; }
+    const std::string& dir() const { return dir_; }
+
+  private:
+    std::string name_ = "rectest-" + std::to_string(getpid()) + "-" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string dir_ = [] {
+        std::string d = fs::temp_directory_path() / "coexec-record-XXXXXX";
+        if (!mkdtemp(d.data())) throw std::runtime_error("mkdtemp");
+        return d;
+    }();
+};
+
+TEST_F(RecordTest, TwoProcessScriptInOrder) {
+    Outcome o = record({"--", kScript, "order"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.err.find(trace_path()), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("ui.perfetto.dev"), std::string::npos) << o.err;
+    const auto who = roles(o.out);
+    ASSERT_EQ(who.size(), 2u) << o.out;
+    const int a = who.at("A"), b = who.at("B");
+    Trace t = read_trace(trace_path());
+    expect_invariants(t);
+
+    // The script: A joins, runs "alpha", B joins, runs "beta", A leaves, B leaves.
+    const Instant* join_a = t.instant("join", a);
+    const Instant* join_b = t.instant("join", b);
+    const Instant* leave_a = t.instant("leave", a);
+    const Instant* leave_b = t.instant("leave", b);
+    ASSERT_TRUE(join_a && join_b && leave_a && leave_b) << t.doc.dump();
+    auto first_running = [&](int pid, const std::string& label) {
+        double first = -1;
+        for (const auto& s : t.slices_of(pid))
+            if (s.label == label && s.state == "running" && (first < 0 || s.start < first))
+                first = s.start;
+        return first;
+    };
+    const double alpha = first_running(a, "alpha"), beta = first_running(b, "beta");
+    ASSERT_GE(alpha, 0) << "no alpha slice of A";
+    ASSERT_GE(beta, 0) << "no beta slice of B";
+    EXPECT_LT(join_a->ts, alpha);
+    EXPECT_LT(alpha, join_b->ts);
+    EXPECT_LT(join_b->ts, beta);
+    EXPECT_LT(beta, leave_a->ts);
+    EXPECT_LT(leave_a->ts, leave_b->ts);
+    // A's only task ran on one CPU for its 40 ms, as one slice (a grant).
+    double alpha_ms = 0;
+    for (const auto& s : t.slices_of(a))
+        if (s.label == "alpha") alpha_ms += (s.end - s.start) / 1000.0;
+    EXPECT_GE(alpha_ms, 39.0);
+    // Names: the processes by their kernel names, the CPUs as tracks.
+    EXPECT_EQ(t.process_names.at(a), "coexec-trace-sc");
+    EXPECT_EQ(t.process_names.at(int(t.cpu_pid)), "CPUs (coexec)");
+}
+
+TEST_F(RecordTest, CrashedHolderSlicesEndAndSurvivorGetsItsCpus) {
+    Outcome o = record({"--", kScript, "crash"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    const auto who = roles(o.out);
+    ASSERT_EQ(who.size(), 2u) << o.out;
+    const int victim = who.at("victim"), survivor = who.at("survivor");
+    Trace t = read_trace(trace_path());
+    expect_invariants(t);
+    const Instant* reaped = t.instant("reaped", victim);
+    const Instant* died = t.instant("died", victim);
+    ASSERT_NE(reaped, nullptr) << "the victim's death is not in the trace";
+    ASSERT_NE(died, nullptr);
+    EXPECT_LE(died->ts, reaped->ts + kEps);
+    EXPECT_EQ(t.instant("leave", victim), nullptr);
+    // The victim held CPUs; none of its slices outlives the reaping, and
+    // every CPU it held to the end goes to the survivor afterwards.
+    std::vector<Slice> held = t.slices_of(victim);
+    ASSERT_FALSE(held.empty());
+    std::map<int, double> last_end; // CPU -> end of the victim's last slice there
+    for (const auto& s : held) {
+        EXPECT_LE(s.end, reaped->ts + kEps);
+        last_end[s.cpu] = std::max(last_end[s.cpu], s.end);
+    }
+    int handed_over = 0;
+    for (const auto& [cpu, end] : last_end) {
+        bool taken = false;
+        for (const auto& s : t.slices_of(survivor))
+            taken |= s.cpu == cpu && s.start >= end - kEps && s.label == "survivor";
+        handed_over += taken;
+        EXPECT_TRUE(taken) << "CPU " << cpu << " never went to the survivor after "
+                           << "the victim's last slice there ended at " << end;
+    }
+    EXPECT_EQ(handed_over, int(last_end.size()));
+}
+
+TEST_F(RecordTest, DurationAndPlot) {
+    // No process on the segment: an empty but well-formed trace.
+    Outcome o = record({"--duration", "0.2", "--png"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    Trace t = read_trace(trace_path());
+    EXPECT_TRUE(t.slices.empty());
+    EXPECT_TRUE(fs::exists(dir() + "/trace.png")) << o.err;
+}
+
+TEST_F(RecordTest, PlotDrawsAScriptTrace) {
+    ASSERT_EQ(record({"--", kScript, "order"}).status, 0);
+    const std::string png = dir() + "/timeline.png";
+    Outcome o = run_process({kCli, "plot", trace_path(), "-o", png});
+    ASSERT_EQ(o.status, 0) << o.err;
+    std::ifstream in(png, std::ios::binary);
+    char magic[8] = {};
+    in.read(magic, 8);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+    EXPECT_GT(fs::file_size(png), 1000u);
+}
+
+TEST_F(RecordTest, BadInputIsAClearError) {
+    Outcome o = record({"--duration", "1", "--", kScript, "order"});
+    EXPECT_NE(o.status, 0);
+    EXPECT_FALSE(o.signaled);
+    Outcome missing = run_process({kCli, "plot", dir() + "/nope.json", "-o", dir() + "/x.png"});
+    EXPECT_EQ(missing.status, 2);
+    EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+    std::ofstream(dir() + "/bad.json") << "{\"not\": \"a trace\"";
+    Outcome bad = run_process({kCli, "plot", dir() + "/bad.json", "-o", dir() + "/x.png"});
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("not a coexec trace"), std::string::npos) << bad.err;
+    Outcome cannot = run_process({kCli, "record", "-o", "/nonexistent-dir/t.json", "--name",
+                                  "rectest-bad", "--duration", "0.1"});
+    EXPECT_EQ(cannot.status, 2);
+    EXPECT_NE(cannot.err.find("cannot write"), std::string::npos) << cannot.err;
+    Outcome exec_fail = record({"--", "/nonexistent/program"});
+    EXPECT_EQ(exec_fail.status, 127) << exec_fail.err;
+}
+
+} // namespace
+} // namespace coexec::clitest

@@ -1,0 +1,178 @@
+#include "trace_session.hpp"
+
+#include "shm/clock.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace coexec::cli {
+namespace {
+
+using namespace coexec::shm;
+
+constexpr auto rlx = std::memory_order_relaxed;
+
+// Keeps printable ASCII, so that names from the segment or /proc are safe
+// to print and to put in JSON.
+std::string printable(std::string_view text) {
+    std::string out;
+    for (char ch : text)
+        if (ch >= 0x20 && ch < 0x7f) out += ch;
+    return out;
+}
+
+template <size_t N>
+std::string field_text(const char (&field)[N]) {
+    char copy[N];
+    std::memcpy(copy, field, N);
+    return printable(std::string_view(copy, strnlen(copy, N)));
+}
+
+// The kernel's name of a thread, or empty when it is gone.
+std::string kernel_thread_name(int32_t pid, int32_t tid) {
+    if (pid <= 0 || tid <= 0) return {};
+    std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    std::getline(in, name);
+    return printable(name);
+}
+
+TraceKind kind_for_held(CpuState st) {
+    switch (st) {
+    case CpuState::Running:
+        return TraceKind::Grant;
+    case CpuState::Idle:
+        return TraceKind::Idle;
+    case CpuState::Sleeping:
+        return TraceKind::Sleep;
+    case CpuState::Lent:
+        return TraceKind::Lend;
+    default:
+        return TraceKind::None;
+    }
+}
+
+} // namespace
+
+TraceSession::TraceSession(Segment& segment, std::string shm_name)
+    : sched_(segment), readers_(kTraceRings) {
+    rec_.shm_name = std::move(shm_name);
+    Segment& s = segment;
+    scheduler::WakeList wakes;
+    {
+        // Under the lock: no locked change falls between the state noted
+        // here and the rings' positions (see add_recorder()).
+        auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
+        on_ = sched_.add_recorder(::getpid());
+        if (!on_)
+            throw std::runtime_error("already " + std::to_string(kMaxRecorders) +
+                                     " coexec record sessions on this segment");
+        for (int r = 0; r < kTraceRings; ++r)
+            readers_[size_t(r)].start(s.traces[r]);
+        rec_.start_ns = now_ns();
+        const Header& h = s.header;
+        const int alive = std::clamp(h.alive_count, 0, kMaxProcs);
+        for (int i = 0; i < alive; ++i) {
+            const int32_t p = h.alive[i];
+            if (p < 0 || p >= kMaxProcs) continue;
+            TraceEvent e;
+            e.time_ns = rec_.start_ns;
+            e.kind = TraceKind::Join;
+            e.proc = p;
+            e.pid = s.procs[p].pid;
+            e.detail = 1; // a member when the recording started
+            std::memcpy(e.label.data(), s.procs[p].name, kNameSize);
+            rec_.events.push_back(e);
+        }
+        const int cpus = std::clamp(h.cpu_count, 0, kMaxCpus);
+        for (int c = 0; c < cpus; ++c) {
+            const CpuSlot& cpu = s.cpus[c];
+            const TraceKind kind = kind_for_held(cpu.state.load(rlx));
+            const int32_t t = cpu.owner_thread.load(rlx);
+            if (kind == TraceKind::None || t < 0 || t >= kMaxThreads) continue;
+            const ThreadSlot& th = s.threads[t];
+            TraceEvent e;
+            e.time_ns = rec_.start_ns;
+            e.kind = kind;
+            e.cpu = c;
+            e.thread = t;
+            e.tid = th.tid.load(rlx);
+            e.proc = th.proc;
+            if (th.proc >= 0 && th.proc < kMaxProcs) e.pid = s.procs[th.proc].pid;
+            std::memcpy(e.label.data(), th.label, kTraceLabelSize);
+            rec_.events.push_back(e);
+        }
+    }
+    wakes.flush(s);
+    name_new_threads(0);
+}
+
+TraceSession::~TraceSession() {
+    if (on_) switch_off();
+}
+
+void TraceSession::switch_off() {
+    scheduler::WakeList wakes;
+    {
+        auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
+        sched_.remove_recorder(::getpid());
+    }
+    wakes.flush(sched_.segment());
+    on_ = false;
+}
+
+void TraceSession::poll() {
+    const size_t before = rec_.events.size();
+    const uint64_t now = now_ns();
+    Segment& s = sched_.segment();
+    for (int r = 0; r < kTraceRings; ++r) {
+        const size_t from = rec_.events.size();
+        readers_[size_t(r)].poll(s.traces[r], now, rec_.events);
+        // A CPU ring's records are about its CPU, whatever a corrupt
+        // record says.
+        for (size_t i = from; i < rec_.events.size(); ++i)
+            rec_.events[i].cpu = r == kProcessTraceRing ? kNone : r;
+    }
+    name_new_threads(before);
+}
+
+void TraceSession::name_new_threads(size_t from) {
+    for (size_t i = from; i < rec_.events.size(); ++i) {
+        const TraceEvent& e = rec_.events[i];
+        if (e.kind == TraceKind::Join || e.kind == TraceKind::Leave || e.kind == TraceKind::Reap) {
+            rec_.process_names.try_emplace(e.pid, printable(e.label_text()));
+            continue;
+        }
+        if (e.tid <= 0 || rec_.thread_names.count(e.tid)) continue;
+        // Read while the thread most likely still runs.
+        rec_.thread_names[e.tid] = kernel_thread_name(e.pid, e.tid);
+    }
+}
+
+Recording TraceSession::finish() {
+    poll();
+    if (on_) switch_off();
+    rec_.end_ns = now_ns();
+    Segment& s = sched_.segment();
+    // Members that joined before any Join record of theirs was read (lost).
+    const int alive = std::clamp(s.header.alive_count, 0, kMaxProcs);
+    for (int i = 0; i < alive; ++i) {
+        const int32_t p = s.header.alive[i];
+        if (p >= 0 && p < kMaxProcs)
+            rec_.process_names.try_emplace(s.procs[p].pid, field_text(s.procs[p].name));
+    }
+    const int cpus = std::clamp(s.header.cpu_count, 0, kMaxCpus);
+    for (int c = 0; c < cpus; ++c)
+        rec_.cpu_system_ids.push_back(s.cpus[c].system_id);
+    for (const auto& r : readers_)
+        rec_.lost += r.lost();
+    std::stable_sort(
+        rec_.events.begin(), rec_.events.end(),
+        [](const TraceEvent& a, const TraceEvent& b) { return a.time_ns < b.time_ns; });
+    return std::move(rec_);
+}
+
+} // namespace coexec::cli

@@ -1,0 +1,61 @@
+// Reading the segment's trace rings for `coexec record`.
+#pragma once
+
+#include "scheduler/shared_scheduler.hpp"
+#include "shm/trace_ring.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coexec::cli {
+
+// What a recording saw: the events in time order, and what the trace needs
+// to name them.
+struct Recording {
+    uint64_t start_ns = 0; // CLOCK_MONOTONIC when recording started
+    uint64_t end_ns = 0;   // ... and when it stopped
+    // In time order (ties in ring order). The first ones, at start_ns,
+    // describe the state found at the start: a Join for each member
+    // (detail 1) and one event per held CPU (Grant, Idle, Sleep or Lend).
+    std::vector<shm::TraceEvent> events;
+    std::map<int32_t, std::string> process_names; // by pid
+    std::map<int32_t, std::string> thread_names;  // by tid (its kernel name)
+    std::vector<int> cpu_system_ids;              // by CPU slot index
+    uint64_t lost = 0; // records overwritten before they were read, or dropped
+    std::string shm_name;
+};
+
+// Switches recording on in a segment, reads its rings, and switches it off.
+// The segment must stay mapped for the session's lifetime.
+class TraceSession {
+  public:
+    // Switches recording on and notes who holds each CPU and who is a
+    // member, all under the segment lock, so that every locked change after
+    // this point is in the rings. Throws std::runtime_error when
+    // shm::kMaxRecorders sessions already record the segment.
+    TraceSession(shm::Segment& segment, std::string shm_name);
+    // Switches recording off if finish() was not called.
+    ~TraceSession();
+    TraceSession(const TraceSession&) = delete;
+    TraceSession& operator=(const TraceSession&) = delete;
+
+    // Reads the records written since the last poll. Poll at least every
+    // few milliseconds: a ring holds shm::kTraceRingSize records, and older
+    // ones are overwritten (and counted lost).
+    void poll();
+    // Polls a last time, switches recording off, and returns what was read.
+    Recording finish();
+
+  private:
+    void name_new_threads(size_t from);
+    void switch_off();
+
+    scheduler::SharedScheduler sched_;
+    Recording rec_;
+    std::vector<shm::TraceRingReader> readers_;
+    bool on_ = false;
+};
+
+} // namespace coexec::cli
