@@ -7,6 +7,7 @@
 #include <nosv/alpi-defs.h>
 #include <nosv/alpi.h>
 
+#include "c_api_support.hpp"
 #include "runtime.hpp"
 
 #include <algorithm>
@@ -17,8 +18,6 @@
 using coexec::core::Runtime;
 using coexec::core::this_thread_context;
 using coexec::core::ThreadContext;
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 

@@ -4,56 +4,28 @@
 #include <coexec/ext.h>
 #include <nosv.h>
 
+#include "c_api_support.hpp"
 #include "runtime.hpp"
 
 #include <cstring>
 #include <new>
 
+using coexec::core::blocked;
+using coexec::core::in_parallel_execution;
+using coexec::core::in_task;
 using coexec::core::Runtime;
 using coexec::core::RuntimeSection;
+using coexec::core::TaskCall;
 using coexec::core::TaskState;
 using coexec::core::this_thread_context;
 using coexec::core::ThreadContext;
 using coexec::core::valid;
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 
 constexpr nosv_flags_t kSubmitFlags = NOSV_SUBMIT_UNLOCKED | NOSV_SUBMIT_BLOCKING |
                                       NOSV_SUBMIT_IMMEDIATE | NOSV_SUBMIT_INLINE |
                                       NOSV_SUBMIT_DEADLINE_WAKE;
-
-// The runtime and the calling task, or the error to return.
-struct TaskCall {
-    Runtime* rt = nullptr;
-    ThreadContext* self = nullptr;
-    int error = NOSV_SUCCESS;
-};
-
-// A task without a CPU is between coexec_block_enter/lend_cpu/keep_cpu and
-// coexec_block_exit: its thread is outside coexec until then.
-bool blocked(const ThreadContext* self) {
-    return self && self->current && self->cpu == coexec::shm::kNone;
-}
-
-TaskCall in_task() {
-    TaskCall c;
-    c.rt = Runtime::get();
-    if (!c.rt) {
-        c.error = NOSV_ERR_NOT_INITIALIZED;
-        return c;
-    }
-    c.self = this_thread_context();
-    if (!c.self || !c.self->current || blocked(c.self)) c.error = NOSV_ERR_OUTSIDE_TASK;
-    return c;
-}
-
-// The calling thread runs one execution of a parallel task: as in nOS-V it
-// may not block, pause, yield or wait (its task is on other CPUs too).
-bool in_parallel_execution(const ThreadContext* self) {
-    return self && self->current && self->current->par.active();
-}
 
 bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
     switch (a.level) {

@@ -3,6 +3,7 @@
 // wait itself in join.cpp).
 #include <nosv.h>
 
+#include "c_api_support.hpp"
 #include "runtime.hpp"
 
 #include <algorithm>
@@ -13,8 +14,6 @@ using coexec::core::RuntimeSection;
 using coexec::core::this_thread_context;
 using coexec::core::ThreadContext;
 using coexec::core::valid;
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 

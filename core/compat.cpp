@@ -19,6 +19,7 @@
 // after releasing the guard).
 #include <nosv/compat.h>
 
+#include "core/c_api_support.hpp"
 #include "core/runtime.hpp"
 #include "core/spin_lock.hpp"
 #include "core/task.hpp"
@@ -32,8 +33,6 @@
 #include <mutex>
 #include <new>
 #include <type_traits>
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace coexec::core {
 namespace {

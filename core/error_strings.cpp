@@ -1,6 +1,6 @@
-#include <nosv/error.h>
+#include "c_api_support.hpp"
 
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
+#include <nosv/error.h>
 
 COEXEC_API const char* nosv_get_error_string(int error_code) {
     switch (error_code) {

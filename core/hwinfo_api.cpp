@@ -1,6 +1,7 @@
 // nosv/hwinfo.h: topology of the CPUs this instance manages.
 #include <nosv.h>
 
+#include "c_api_support.hpp"
 #include "runtime.hpp"
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 
 using coexec::core::Runtime;
 using coexec::core::this_thread_context;
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 

@@ -2,14 +2,13 @@
 // lock, from the slots' own atomic words: a snapshot, as nOS-V's estimates.
 #include <nosv/memory.h>
 
+#include "c_api_support.hpp"
 #include "runtime.hpp"
 
 #include <algorithm>
 
 using coexec::core::Runtime;
 using namespace coexec::shm;
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 

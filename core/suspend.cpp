@@ -3,6 +3,7 @@
 // on the existing pieces: the status word (a submit resumes a Suspended
 // task as it resumes a paused one), the ready queue and the IMMEDIATE
 // successor slot, the event counter, and a timer thread.
+#include "c_api_support.hpp"
 #include "runtime.hpp"
 
 #include "shm/clock.hpp"
@@ -11,12 +12,12 @@
 #include <cstring>
 #include <utility>
 
+using coexec::core::in_task;
 using coexec::core::Runtime;
 using coexec::core::RuntimeSection;
+using coexec::core::TaskCall;
 using coexec::core::this_thread_context;
 using coexec::core::ThreadContext;
-
-#define COEXEC_API extern "C" __attribute__((visibility("default")))
 
 namespace coexec::core {
 
@@ -171,24 +172,11 @@ bool Runtime::resume_after_events(nosv_task* task) {
 
 // ---- C API ------------------------------------------------------------
 
-namespace {
-
-// The calling task, or the error to return.
-int calling_task(ThreadContext*& self) {
-    if (!Runtime::get()) return NOSV_ERR_NOT_INITIALIZED;
-    self = this_thread_context();
-    // A task without a CPU is outside coexec (between coexec_block_enter
-    // and coexec_block_exit), as for the other calls of a task.
-    if (!self || !self->current || self->cpu == coexec::shm::kNone) return NOSV_ERR_OUTSIDE_TASK;
-    return NOSV_SUCCESS;
-}
-
-} // namespace
-
 COEXEC_API int nosv_set_suspend_mode(nosv_suspend_mode_t suspend_mode, uint64_t args) {
     RuntimeSection section;
-    ThreadContext* self = nullptr;
-    if (int rc = calling_task(self)) return rc;
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    ThreadContext* self = c.self;
     // A C caller may pass any int: read it as one (in C++ an enum value
     // outside the enumerators' range must not be loaded as the enum).
     int mode = 0;
@@ -212,12 +200,13 @@ COEXEC_API int nosv_set_suspend_mode(nosv_suspend_mode_t suspend_mode, uint64_t 
 
 COEXEC_API int nosv_suspend(void) {
     RuntimeSection section;
-    ThreadContext* self = nullptr;
-    if (int rc = calling_task(self)) return rc;
+    TaskCall c = in_task();
+    if (c.error) return c.error;
+    ThreadContext* self = c.self;
     // An attached thread's task has no body that could return.
     if (self->current->type->external) return NOSV_ERR_INVALID_OPERATION;
     // Nor has one execution of a parallel task: the others share the body.
-    if (self->current->par.active()) return NOSV_ERR_INVALID_OPERATION;
+    if (coexec::core::in_parallel_execution(self)) return NOSV_ERR_INVALID_OPERATION;
     self->current->suspend.requested = true;
     return NOSV_SUCCESS;
 }

@@ -23,8 +23,7 @@ using namespace std::chrono_literals;
 namespace {
 
 using test::Instance;
-
-constexpr auto kPatience = std::chrono::seconds(20); // far beyond any correct run
+using test::yield_until;
 
 // ---- tasks that run a closure ------------------------------------------------
 
@@ -66,17 +65,6 @@ class Spawner {
   private:
     nosv_task_type_t type_ = nullptr;
 };
-
-// From an attached task: yields the CPU until `done()` or kPatience.
-template <class Done>
-bool yield_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        nosv_yield(NOSV_YIELD_NONE);
-    }
-    return true;
-}
 
 // A few scheduling rounds for whatever is ready on this CPU.
 void let_others_run() {

@@ -23,33 +23,9 @@ using namespace coexec;
 
 namespace {
 
-constexpr auto kPatience = std::chrono::seconds(20); // far beyond any correct run
-
 using test::Instance;
-
-// Waits, from outside any task, until `done()` or kPatience passed.
-template <class Done>
-bool wait_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    return true;
-}
-
-// Waits, from an attached task, until `done()` or kPatience passed;
-// yields the CPU meanwhile.
-template <class Done>
-bool yield_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        EXPECT_EQ(nosv_yield(0), NOSV_SUCCESS);
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    return true;
-}
+using test::wait_until;
+using test::yield_until;
 
 nosv_task_type_t make_type(nosv_task_run_callback_t run, nosv_task_completed_callback_t completed,
                            const char* label) {

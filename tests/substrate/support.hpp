@@ -167,4 +167,32 @@ class Instance {
     nosv_task_t main_ = nullptr;
 };
 
+// How long a test waits for something a correct run does at once: far
+// beyond any correct run, so that only a hang reaches it.
+inline constexpr auto kPatience = std::chrono::seconds(20);
+
+// Waits, from outside any task, until `done()` or kPatience passed.
+template <class Done>
+bool wait_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return true;
+}
+
+// Waits, from an attached task, until `done()` or kPatience passed;
+// yields the CPU meanwhile.
+template <class Done>
+bool yield_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        EXPECT_EQ(nosv_yield(NOSV_YIELD_NONE), NOSV_SUCCESS);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return true;
+}
+
 } // namespace coexec::test

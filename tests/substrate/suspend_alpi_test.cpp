@@ -18,6 +18,8 @@
 
 using namespace coexec;
 using test::Instance;
+using test::wait_until;
+using test::yield_until;
 
 // In suspend_alpi_bad_mode.c: passes an int as the suspend mode, as a C
 // caller may (in C++ such a value must not be made an enum).
@@ -26,30 +28,6 @@ extern "C" int call_nosv_mode_set_int(int mode, uint64_t args);
 extern "C" int call_alpi_info_get_int(int query, char* buffer, size_t max_length, int* length);
 
 namespace {
-
-constexpr auto kPatience = std::chrono::seconds(20); // far beyond any correct run
-
-template <class Done>
-bool wait_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    return true;
-}
-
-// From the attached test thread: yields its CPU until `done()`.
-template <class Done>
-bool yield_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        EXPECT_EQ(nosv_yield(0), NOSV_SUCCESS);
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    return true;
-}
 
 // What the tasks of one test record: the order of body runs, by name.
 struct Log {
