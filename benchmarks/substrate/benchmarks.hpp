@@ -17,10 +17,6 @@ struct Outcome {
     std::string error; // empty on success
 };
 
-// Segment used by the single-process benchmarks (kept apart from the default
-// one so concurrent coexec users do not skew the numbers).
-inline constexpr const char* kBenchSegment = "coexec-bench";
-
 // Empty tasks created, submitted and completed per second, from one attached
 // thread that waits for the last completion with nosv_pause().
 Outcome measure_task_throughput(const Options& options);

@@ -45,7 +45,7 @@ class Player {
           passes_(pass_count(options, options.round_trips)) {}
 
     int run() {
-        use_segment(std::string(kBenchSegment) + (pause_mode_ ? "-xpause" : "-xyield"),
+        use_segment(options_.segment + (pause_mode_ ? "-xpause" : "-xyield"),
                     pause_mode_ ? ""
                                 : "scheduler.quantum_ns=" + std::to_string(options_.quantum_ns));
         Runtime runtime;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+
+#include <unistd.h>
 
 namespace coexec::bench {
 
@@ -60,6 +63,7 @@ Options parse_options(int argc, char** argv) {
         int rc = app.exit(e);
         std::exit(rc == 0 ? 0 : 2);
     }
+    o.segment = "coexec-bench-" + std::to_string(::getpid());
     return o;
 }
 

@@ -19,6 +19,10 @@ struct Options {
     std::optional<int> cpu;        // system CPU id for strict binding (default: first managed)
     int timeout_s = 300;           // per benchmark; a hang is killed and reported
     std::vector<std::string> only; // benchmark names to run (empty: all)
+    // Prefix of this run's segments: "coexec-bench-<pid of the driver>",
+    // so that runs at the same time (two checkouts, two users' CI) never
+    // share one. Set by parse_options(), before any benchmark forks.
+    std::string segment;
 
     // True when benchmark `name` was selected.
     bool selected(const std::string& name) const;

@@ -8,7 +8,9 @@ Outcome run_in_child(const Options& options, void (*body)(const Options&, Sample
     SharedObject<SampleBuffer> buffer;
     ChildGroup child;
     child.spawn([&] {
-        use_segment(kBenchSegment);
+        // Its own segment, apart from the default one, so that other coexec
+        // users neither skew the numbers nor are disturbed by them.
+        use_segment(options.segment);
         body(options, *buffer);
         return 0;
     });
