@@ -302,25 +302,31 @@ TEST(TwoProcesses, IdleWorkerSleepsWhenTheCpuIsWanted) {
     env["OMP_NUM_THREADS"] = "2";
     auto idle_env = env;
     idle_env["KMP_BLOCKTIME"] = "60000";
-    Subprocess idle({program("omp_features", "clang"), "reduction", "sleep"}, idle_env);
-    Subprocess busy({program("omp_spin", "gcc"), "4"}, env);
-    std::this_thread::sleep_for(1500ms); // past the region, both in the segment
-    ASSERT_TRUE(idle.running());
-    ASSERT_TRUE(busy.running());
-    std::map<pid_t, nlohmann::json> first = top_processes(env);
-    ASSERT_TRUE(first.contains(idle.pid())) << "the idle process is not in the segment";
-    std::this_thread::sleep_for(1s);
-    std::map<pid_t, nlohmann::json> second = top_processes(env);
-    ASSERT_TRUE(second.contains(idle.pid()));
-    const auto handoffs = [&](std::map<pid_t, nlohmann::json>& procs) {
-        return procs.at(idle.pid()).at("handoffs").get<uint64_t>();
-    };
-    // The busy process takes a turn every quantum; a requeued spinner would
-    // get the CPU back at most of them.
-    EXPECT_LE(handoffs(second) - handoffs(first), 2u)
-        << "the idle worker kept taking the CPU back";
-    EXPECT_EQ(second.at(idle.pid()).at("ready").get<int64_t>(), 0) << "the idle worker is ready work";
-    EXPECT_EQ(busy.wait(60s).exit_code, 0);
+    {
+        Subprocess idle({program("omp_features", "clang"), "reduction", "sleep"}, idle_env);
+        Subprocess busy({program("omp_spin", "gcc"), "4"}, env);
+        std::this_thread::sleep_for(1500ms); // past the region, both in the segment
+        ASSERT_TRUE(idle.running());
+        ASSERT_TRUE(busy.running());
+        std::map<pid_t, nlohmann::json> first = top_processes(env);
+        ASSERT_TRUE(first.contains(idle.pid())) << "the idle process is not in the segment";
+        std::this_thread::sleep_for(1s);
+        std::map<pid_t, nlohmann::json> second = top_processes(env);
+        ASSERT_TRUE(second.contains(idle.pid()));
+        const auto handoffs = [&](std::map<pid_t, nlohmann::json>& procs) {
+            return procs.at(idle.pid()).at("handoffs").get<uint64_t>();
+        };
+        // The busy process takes a turn every quantum; a requeued spinner would
+        // get the CPU back at most of them.
+        EXPECT_LE(handoffs(second) - handoffs(first), 2u)
+            << "the idle worker kept taking the CPU back";
+        EXPECT_EQ(second.at(idle.pid()).at("ready").get<int64_t>(), 0)
+            << "the idle worker is ready work";
+        EXPECT_EQ(busy.wait(60s).exit_code, 0);
+    }
+    // The idle process, killed above (it sleeps for 30 s), left the segment
+    // behind; nobody uses it any more.
+    EXPECT_EQ(run({kCoexecCli, "reset"}, env, 30s).exit_code, 0);
 }
 
 // A root thread gives its CPU back between parallel regions (the default
