@@ -51,6 +51,19 @@ nosv_task* blockable_task() {
     return self->current;
 }
 
+// nOS-V's contract for the calls that lock, unlock or wait: only from a
+// task context (a running task, or an attached thread), else ESRCH; and a
+// call that may block returns EINVAL from a task that cannot be blocked
+// (one execution of a parallel task). Signalling and init/destroy work
+// from anywhere.
+int task_context_error(bool may_block) {
+    if (!Runtime::get()) return ESRCH;
+    const ThreadContext* self = this_thread_context();
+    if (!self || !self->current) return ESRCH;
+    if (may_block && in_parallel_execution(self)) return EINVAL;
+    return 0;
+}
+
 // One waiting task or thread, on its own stack while it waits.
 struct Waiter {
     explicit Waiter(nosv_task* t, bool timed_wait = false, bool reader = false)
@@ -485,6 +498,7 @@ COEXEC_API int nosv_mutex_destroy(nosv_mutex_t* mutex) {
 COEXEC_API int nosv_mutex_lock(nosv_mutex_t* mutex) {
     Mutex* m = impl<Mutex>(mutex);
     if (!m) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     lock(*m);
     return 0;
@@ -493,12 +507,14 @@ COEXEC_API int nosv_mutex_lock(nosv_mutex_t* mutex) {
 COEXEC_API int nosv_mutex_trylock(nosv_mutex_t* mutex) {
     Mutex* m = impl<Mutex>(mutex);
     if (!m) return EINVAL;
+    if (int e = task_context_error(false)) return e;
     return try_take(*m) ? 0 : EBUSY;
 }
 
 COEXEC_API int nosv_mutex_unlock(nosv_mutex_t* mutex) {
     Mutex* m = impl<Mutex>(mutex);
     if (!m) return EINVAL;
+    if (int e = task_context_error(false)) return e;
     RuntimeSection section;
     return unlock(*m);
 }
@@ -537,6 +553,7 @@ COEXEC_API int nosv_cond_wait(nosv_cond_t* cond, nosv_mutex_t* mutex) {
     Cond* c = impl<Cond>(cond);
     Mutex* m = impl<Mutex>(mutex);
     if (!c || !m) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     if (m->word.load(relaxed) == kFree) return EPERM; // the caller must hold it
     RuntimeSection section;
     return cond_wait(*c, NosvGuard{*m}, nullptr);
@@ -547,6 +564,7 @@ COEXEC_API int nosv_cond_timedwait(nosv_cond_t* cond, nosv_mutex_t* mutex,
     Cond* c = impl<Cond>(cond);
     Mutex* m = impl<Mutex>(mutex);
     if (!c || !m || !valid_abstime(abstime)) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     if (m->word.load(relaxed) == kFree) return EPERM;
     RuntimeSection section;
     return cond_wait(*c, NosvGuard{*m}, abstime);
@@ -555,6 +573,7 @@ COEXEC_API int nosv_cond_timedwait(nosv_cond_t* cond, nosv_mutex_t* mutex,
 COEXEC_API int nosv_cond_wait_pthread(nosv_cond_t* cond, pthread_mutex_t* mutex) {
     Cond* c = impl<Cond>(cond);
     if (!c || !mutex) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     return cond_wait(*c, PthreadGuard{mutex}, nullptr);
 }
@@ -563,6 +582,7 @@ COEXEC_API int nosv_cond_timedwait_pthread(nosv_cond_t* cond, pthread_mutex_t* m
                                            const struct timespec* abstime) {
     Cond* c = impl<Cond>(cond);
     if (!c || !mutex || !valid_abstime(abstime)) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     return cond_wait(*c, PthreadGuard{mutex}, abstime);
 }
@@ -591,6 +611,7 @@ COEXEC_API int nosv_barrier_destroy(nosv_barrier_t* barrier) {
 COEXEC_API int nosv_barrier_wait(nosv_barrier_t* barrier) {
     Barrier* b = impl<Barrier>(barrier);
     if (!b) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     Waiter w(blockable_task());
     {
@@ -626,6 +647,7 @@ COEXEC_API int nosv_rwlock_destroy(nosv_rwlock_t* rwlock) {
 COEXEC_API int nosv_rwlock_wrlock(nosv_rwlock_t* rwlock) {
     Rwlock* l = impl<Rwlock>(rwlock);
     if (!l) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     return rw_lock(*l, false, false);
 }
@@ -633,6 +655,7 @@ COEXEC_API int nosv_rwlock_wrlock(nosv_rwlock_t* rwlock) {
 COEXEC_API int nosv_rwlock_rdlock(nosv_rwlock_t* rwlock) {
     Rwlock* l = impl<Rwlock>(rwlock);
     if (!l) return EINVAL;
+    if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     return rw_lock(*l, true, false);
 }
@@ -640,6 +663,7 @@ COEXEC_API int nosv_rwlock_rdlock(nosv_rwlock_t* rwlock) {
 COEXEC_API int nosv_rwlock_trywrlock(nosv_rwlock_t* rwlock) {
     Rwlock* l = impl<Rwlock>(rwlock);
     if (!l) return EINVAL;
+    if (int e = task_context_error(false)) return e;
     RuntimeSection section;
     return rw_lock(*l, false, true);
 }
@@ -647,6 +671,7 @@ COEXEC_API int nosv_rwlock_trywrlock(nosv_rwlock_t* rwlock) {
 COEXEC_API int nosv_rwlock_tryrdlock(nosv_rwlock_t* rwlock) {
     Rwlock* l = impl<Rwlock>(rwlock);
     if (!l) return EINVAL;
+    if (int e = task_context_error(false)) return e;
     RuntimeSection section;
     return rw_lock(*l, true, true);
 }
@@ -654,6 +679,7 @@ COEXEC_API int nosv_rwlock_tryrdlock(nosv_rwlock_t* rwlock) {
 COEXEC_API int nosv_rwlock_unlock(nosv_rwlock_t* rwlock) {
     Rwlock* l = impl<Rwlock>(rwlock);
     if (!l) return EINVAL;
+    if (int e = task_context_error(false)) return e;
     RuntimeSection section;
     std::lock_guard g(l->guard);
     if (l->writer) {

@@ -10,11 +10,13 @@
  * not nosv error codes, so that these calls replace the pthread ones one for
  * one.
  *
- * Callers outside a task: nOS-V answers ESRCH there. coexec instead blocks
- * the calling thread (a futex wait), so one object may be shared between
- * tasks and plain threads, and works before nosv_init() too. A task whose
- * thread is outside coexec (between coexec_block_enter() and
- * coexec_block_exit()) holds no CPU and also blocks its thread.
+ * As nOS-V documents: the calls that lock, unlock or wait need a task
+ * context (a running task, or a thread attached with nosv_attach()) and
+ * return ESRCH outside one; those that may wait return EINVAL from a task
+ * that cannot be blocked (one execution of a parallel task). Signalling,
+ * init and destroy work from any thread. A task whose thread is outside
+ * coexec (between coexec_block_enter() and coexec_block_exit()) holds no
+ * CPU to give away and blocks its thread instead.
  *
  * The objects are private to the process (not for shared memory), and hold
  * no resources: destroying one only checks that it is idle. A task blocked

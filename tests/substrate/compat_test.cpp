@@ -346,6 +346,18 @@ TEST(CompatOneCpu, AWriterWaitsForReadersWithoutHoldingTheCpu) {
 
 // ---- every CPU -------------------------------------------------------------
 
+// Runs `body` on a new thread attached to coexec (a task context, as the
+// locking calls need), and joins it.
+template <class Body>
+void on_attached_thread(Body body) {
+    std::thread([&] {
+        nosv_task_t self = nullptr;
+        ASSERT_EQ(nosv_attach(&self, nullptr, "thread", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+        body();
+        EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+    }).join();
+}
+
 TEST(Compat, MutexExcludesUnderContentionFromTasksAndAThread) {
     Instance in;
     Spawner sp;
@@ -368,8 +380,10 @@ TEST(Compat, MutexExcludesUnderContentionFromTasksAndAThread) {
             }
         }),
                   NOSV_SUCCESS);
-    // A thread outside coexec shares the mutex: it blocks its thread.
+    // An attached thread shares the mutex with the tasks.
     std::thread plain([&] {
+        nosv_task_t self = nullptr;
+        ASSERT_EQ(nosv_attach(&self, nullptr, "thread", NOSV_ATTACH_NONE), NOSV_SUCCESS);
         for (int k = 0; k < per_thread; ++k) {
             if (k % 2 == 0)
                 nosv_mutex_lock(&m);
@@ -379,6 +393,7 @@ TEST(Compat, MutexExcludesUnderContentionFromTasksAndAThread) {
             critical();
             nosv_mutex_unlock(&m);
         }
+        EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
     });
     for (int k = 0; k < per_task; ++k) {
         nosv_mutex_lock(&m);
@@ -397,18 +412,18 @@ TEST(Compat, TrylockIsBusyWhileHeldAndFreeAfter) {
     nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
     EXPECT_EQ(nosv_mutex_trylock(&m), 0);
     EXPECT_EQ(nosv_mutex_trylock(&m), EBUSY);
-    std::thread([&] { EXPECT_EQ(nosv_mutex_trylock(&m), EBUSY); }).join();
+    on_attached_thread([&] { EXPECT_EQ(nosv_mutex_trylock(&m), EBUSY); });
     EXPECT_EQ(nosv_mutex_destroy(&m), EBUSY);
     EXPECT_EQ(nosv_mutex_unlock(&m), 0);
     EXPECT_EQ(nosv_mutex_unlock(&m), EPERM);
-    std::thread([&] {
+    on_attached_thread([&] {
         EXPECT_EQ(nosv_mutex_trylock(&m), 0);
         EXPECT_EQ(nosv_mutex_unlock(&m), 0);
-    }).join();
+    });
     EXPECT_EQ(nosv_mutex_destroy(&m), 0);
 }
 
-// The timed wait, from a task and from a plain thread: the deadline ends
+// The timed wait, from a task and from an attached thread: the deadline ends
 // it with ETIMEDOUT and the mutex held; a signal long before it ends it at
 // once; and no wake-up is left over for the task's next nosv_waitfor.
 TEST(Compat, CondTimedwaitTimesOutOrEndsEarlyOnASignal) {
@@ -425,12 +440,18 @@ TEST(Compat, CondTimedwaitTimesOutOrEndsEarlyOnASignal) {
         nosv_mutex_unlock(&m);
     };
     timed_out();                   // a task
-    std::thread(timed_out).join(); // a thread
+    on_attached_thread(timed_out); // an attached thread
 
     auto signalled = [&](bool pthread_variant) {
         std::atomic<bool> waiting{false};
         pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
+        // A plain thread: signalling needs no task context; with the nosv
+        // mutex it attaches to lock it.
         std::thread signaller([&] {
+            nosv_task_t self = nullptr;
+            if (!pthread_variant) {
+                ASSERT_EQ(nosv_attach(&self, nullptr, "signaller", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+            }
             while (!waiting.load())
                 std::this_thread::sleep_for(1ms);
             std::this_thread::sleep_for(30ms);
@@ -443,6 +464,9 @@ TEST(Compat, CondTimedwaitTimesOutOrEndsEarlyOnASignal) {
                 pthread_mutex_unlock(&pm);
             else
                 nosv_mutex_unlock(&m);
+            if (!pthread_variant) {
+                EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+            }
         });
         if (pthread_variant)
             pthread_mutex_lock(&pm);
@@ -553,8 +577,8 @@ TEST(Compat, BarrierOnEveryCpuHasOneSerialThreadPerRound) {
     EXPECT_EQ(nosv_barrier_destroy(&b), 0);
 }
 
-// Tasks and a plain thread (which blocks its thread) meet at one barrier.
-TEST(Compat, BarrierMixesTasksAndAPlainThread) {
+// A task, an attached thread and the main task meet at one barrier.
+TEST(Compat, BarrierMixesTasksAndAnAttachedThread) {
     Instance in;
     Spawner sp;
     constexpr int rounds = 30;
@@ -568,9 +592,14 @@ TEST(Compat, BarrierMixesTasksAndAPlainThread) {
         }
     };
     ASSERT_EQ(sp.spawn(meet), NOSV_SUCCESS);
-    std::thread plain(meet);
+    std::thread attached([&] {
+        nosv_task_t self = nullptr;
+        ASSERT_EQ(nosv_attach(&self, nullptr, "thread", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+        meet();
+        EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+    });
     meet(); // the attached main task
-    plain.join();
+    attached.join();
     ASSERT_TRUE(yield_until([&] { return sp.finished.load() == 1; }));
     EXPECT_EQ(serial.load(), rounds);
     EXPECT_EQ(passed.load(), 2 * rounds);
@@ -682,6 +711,7 @@ TEST(CompatErrors, NullObjectsAndBadArgumentsGiveEinval) {
     EXPECT_EQ(nosv_cond_destroy(nullptr), EINVAL);
     EXPECT_EQ(nosv_cond_signal(nullptr), EINVAL);
     EXPECT_EQ(nosv_cond_broadcast(nullptr), EINVAL);
+    Instance in; // the rest locks and waits: from a task context
     nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
     nosv_cond_t c = NOSV_COND_INITIALIZER;
     pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
@@ -738,12 +768,49 @@ TEST(CompatErrors, NullObjectsAndBadArgumentsGiveEinval) {
     EXPECT_EQ(nosv_rwlock_unlock(&l), EPERM);
 
     pthread_t th;
-    EXPECT_EQ(nosv_pthread_create(&th, nullptr, report_task, nullptr), EINVAL); // no nosv_init
+    EXPECT_EQ(nosv_pthread_create(nullptr, nullptr, report_task, nullptr), EINVAL);
+    EXPECT_EQ(nosv_pthread_create(&th, nullptr, nullptr, nullptr), EINVAL);
+}
+
+TEST(CompatErrors, NosvPthreadCreateNeedsNosvInit) {
+    pthread_t th;
+    EXPECT_EQ(nosv_pthread_create(&th, nullptr, report_task, nullptr), EINVAL);
+}
+
+// As nOS-V documents: locking, unlocking and waiting need a task context
+// (ESRCH outside one, before nosv_init too); signalling does not.
+TEST(CompatErrors, OutsideATaskLockingAndWaitingGiveEsrch) {
+    nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+    nosv_cond_t c = NOSV_COND_INITIALIZER;
+    nosv_rwlock_t l = NOSV_RWLOCK_INITIALIZER;
+    nosv_barrier_t b;
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, 2), 0);
+    pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
+    timespec deadline = realtime_in(1s);
+    auto expect_esrch = [&] {
+        EXPECT_EQ(nosv_mutex_lock(&m), ESRCH);
+        EXPECT_EQ(nosv_mutex_trylock(&m), ESRCH);
+        EXPECT_EQ(nosv_mutex_unlock(&m), ESRCH);
+        EXPECT_EQ(nosv_cond_wait(&c, &m), ESRCH);
+        EXPECT_EQ(nosv_cond_timedwait(&c, &m, &deadline), ESRCH);
+        EXPECT_EQ(nosv_cond_wait_pthread(&c, &pm), ESRCH);
+        EXPECT_EQ(nosv_cond_timedwait_pthread(&c, &pm, &deadline), ESRCH);
+        EXPECT_EQ(nosv_barrier_wait(&b), ESRCH);
+        EXPECT_EQ(nosv_rwlock_rdlock(&l), ESRCH);
+        EXPECT_EQ(nosv_rwlock_wrlock(&l), ESRCH);
+        EXPECT_EQ(nosv_rwlock_tryrdlock(&l), ESRCH);
+        EXPECT_EQ(nosv_rwlock_trywrlock(&l), ESRCH);
+        EXPECT_EQ(nosv_rwlock_unlock(&l), ESRCH);
+        EXPECT_EQ(nosv_cond_signal(&c), 0);
+        EXPECT_EQ(nosv_cond_broadcast(&c), 0);
+    };
+    expect_esrch(); // before nosv_init
     {
         Instance in("", /*attach=*/false);
-        EXPECT_EQ(nosv_pthread_create(nullptr, nullptr, report_task, nullptr), EINVAL);
-        EXPECT_EQ(nosv_pthread_create(&th, nullptr, nullptr, nullptr), EINVAL);
+        expect_esrch(); // initialised, but this thread is not attached
     }
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0); // nobody arrived
+    EXPECT_EQ(nosv_mutex_destroy(&m), 0);
 }
 
 // Attribute objects exist for source compatibility and change nothing.

@@ -6,6 +6,7 @@
 
 #include <coexec/ext.h>
 #include <nosv.h>
+#include <nosv/compat.h>
 #include <nosv/memory.h>
 
 #include <algorithm>
@@ -573,6 +574,24 @@ const std::vector<Row> kRows = {
     // An execution has no body of its own to run again.
     {"suspend_InParallelExecution", Where::InParallelExecution, NOSV_ERR_INVALID_OPERATION,
      [](Handles&) { return nosv_suspend(); }},
+    // nosv/compat.h: a task that cannot be blocked gets EINVAL (POSIX codes)
+    // from the calls that may wait, before it looks at the object.
+    {"compat_mutex_lock_InParallelExecution", Where::InParallelExecution, EINVAL,
+     [](Handles&) {
+         nosv_mutex_t m = NOSV_MUTEX_INITIALIZER;
+         return nosv_mutex_lock(&m);
+     }},
+    {"compat_barrier_wait_InParallelExecution", Where::InParallelExecution, EINVAL,
+     [](Handles&) {
+         nosv_barrier_t b;
+         nosv_barrier_init(&b, nullptr, 2);
+         return nosv_barrier_wait(&b);
+     }},
+    {"compat_rwlock_wrlock_InParallelExecution", Where::InParallelExecution, EINVAL,
+     [](Handles&) {
+         nosv_rwlock_t l = NOSV_RWLOCK_INITIALIZER;
+         return nosv_rwlock_wrlock(&l);
+     }},
     {"get_execution_id_InParallelExecution", Where::InParallelExecution, 0,
      [](Handles&) { return int(nosv_get_execution_id()); }},
     // How a parallel task may not be submitted.
