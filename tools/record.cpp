@@ -47,18 +47,26 @@ void catch_stop_signals() {
 // The command's environment: ours, with the global options turned into
 // configuration overrides so that the command joins the recorded segment.
 std::vector<std::string> child_environment(const GlobalOptions& global) {
+    // Appended piecewise: `"literal" + std::string&&` trips a false
+    // -Wrestrict in gcc 12 at -O2 (as in run.cpp).
     std::string extra;
-    if (global.name) extra += "shared_memory.name=" + *global.name;
-    if (global.isolation)
-        extra +=
-            (extra.empty() ? "" : ",") + ("shared_memory.isolation_level=" + *global.isolation);
+    if (global.name) {
+        extra += "shared_memory.name=";
+        extra += *global.name;
+    }
+    if (global.isolation) {
+        if (!extra.empty()) extra += ',';
+        extra += "shared_memory.isolation_level=";
+        extra += *global.isolation;
+    }
     std::vector<std::string> env;
     bool done = extra.empty();
     for (char** e = environ; *e; ++e) {
         std::string var = *e;
         for (const char* key : {"NOSV_CONFIG_OVERRIDE=", "COEXEC_CONFIG_OVERRIDE="})
             if (!done && var.rfind(key, 0) == 0) {
-                var += (var.size() > std::strlen(key) ? "," : "") + extra;
+                if (var.size() > std::strlen(key)) var += ',';
+                var += extra;
                 done = true;
             }
         env.push_back(std::move(var));
