@@ -381,3 +381,29 @@ TEST_F(SchedulerTest, RepairTellsAnIdleHolderOfAGrantCutShort) {
     EXPECT_EQ(sched_->take_grant(t), 0);
     EXPECT_EQ(seg().header.unheld_cpus.load(), 1);
 }
+
+// A locked section can grant more often than the wake list holds (a reap of
+// many dead processes): the threads whose wakes did not fit are still woken.
+TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
+    const int32_t t = grant_cpu(add_process(), 0);
+    const int32_t other = grant_cpu(add_process(), 1);
+    const uint32_t seen = seg().threads[t].word.load();
+    constexpr uint64_t kLongWaitNs = 60'000'000'000ULL;
+    std::thread waiter([&] { sched_->wait_word(t, seen, kLongWaitNs); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the waiter sleeps
+    // A grant to `t`, published as publish_grant() does, whose wake does not
+    // fit in a list full of another thread's wakes.
+    seg().threads[t].grant.store(0, std::memory_order_release);
+    seg().threads[t].word.fetch_add(1, std::memory_order_release);
+    WakeList w;
+    for (int i = 0; i < kMaxCpus + 8; ++i)
+        w.add(other);
+    w.add(t);
+    EXPECT_FALSE(w.empty());
+    const uint64_t start = now_ns();
+    w.flush(seg());
+    EXPECT_TRUE(w.empty());
+    waiter.join();
+    EXPECT_LT(now_ns() - start, kLongWaitNs / 4) << "the grantee slept through its grant";
+    EXPECT_EQ(sched_->take_grant(t), 0);
+}
