@@ -24,6 +24,11 @@ uint64_t total_cpu_time(const Snapshot& snap) {
     return total;
 }
 
+// The process's name, marked when it died and is not reaped yet.
+std::string shown_name(const ProcRow& p) {
+    return p.alive ? p.name : p.name + " (dead)";
+}
+
 // The ProcRow of `row`'s process in `previous`, or null when it joined since.
 const ProcRow* earlier_row(const ProcRow& row, const Snapshot& previous) {
     for (const auto& before : previous.procs)
@@ -117,9 +122,8 @@ std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* pre
     const uint64_t total = total_cpu_time(snap);
     const uint64_t recent = previous ? total_cpu_time_since(snap, *previous) : 0;
     for (const auto& p : snap.procs) {
-        std::vector<std::string> cells{std::to_string(p.pid), p.alive ? p.name : p.name + " (dead)",
-                                       std::to_string(p.cpus), std::to_string(p.ready),
-                                       format_duration(p.cpu_time_ns)};
+        std::vector<std::string> cells{std::to_string(p.pid), shown_name(p), std::to_string(p.cpus),
+                                       std::to_string(p.ready), format_duration(p.cpu_time_ns)};
         if (previous) {
             cells.push_back(cpu_rate(p, snap, *previous));
             const std::optional<uint64_t> got = cpu_time_since(p, *previous);
@@ -142,8 +146,7 @@ std::vector<std::string> runtime_table(const Snapshot& snap) {
     }
     Table t(std::move(columns));
     for (const auto& p : snap.procs) {
-        std::vector<std::string> cells{std::to_string(p.pid),
-                                       p.alive ? p.name : p.name + " (dead)"};
+        std::vector<std::string> cells{std::to_string(p.pid), shown_name(p)};
         for (shm::LabelClass c : kClasses) {
             const uint64_t ns = p.label_time_ns[size_t(c)];
             cells.push_back(ns ? format_duration(ns) + " " + percent(ns, p.cpu_time_ns) : "-");
