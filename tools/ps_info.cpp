@@ -16,9 +16,6 @@ int ps_command(const GlobalOptions& global, bool json) {
     }
     for (const auto& line : process_table(snap, nullptr, true))
         std::cout << line << "\n";
-    std::cout << "\n";
-    for (const auto& line : runtime_table(snap))
-        std::cout << line << "\n";
     return 0;
 }
 
