@@ -82,7 +82,8 @@ std::vector<pid_t> numeric_entries(const std::string& dir) {
 
 } // namespace
 
-NativeSampler::NativeSampler(pid_t root, std::string label) : label_(std::move(label)) {
+NativeSampler::NativeSampler(pid_t root, std::string label)
+    : root_(root), label_(std::move(label)) {
     rec_.start_ns = shm::now_ns();
     rec_.producer = "coexec record --native";
     rec_.cpu_tracks_name = "CPUs (kernel, sampled)";

@@ -33,6 +33,9 @@ class NativeSampler {
     void sample();
     // Takes a last sample and returns what was seen since construction.
     Recording finish();
+    // Whether the last sample found the root process gone (exited, even if
+    // not reaped yet).
+    bool root_gone() const { return !procs_.contains(root_); }
 
   private:
     struct Thread {
@@ -60,6 +63,7 @@ class NativeSampler {
     void set_holder(int cpu, const Holder& h, uint64_t at);
     void push(shm::TraceKind kind, int cpu, const Holder& h, uint64_t at);
 
+    pid_t root_;
     std::string label_;
     Recording rec_;
     std::set<pid_t> procs_;           // the tree as last seen

@@ -215,7 +215,7 @@ int record_native(const RecordOptions& options) {
     int status = poll_until_done(options, child, [&] {
         sampler.sample();
         // A watched process that exits ends the recording too.
-        if (child < 0 && ::kill(root, 0) != 0 && errno == ESRCH) stop_signal.store(-1);
+        if (child < 0 && sampler.root_gone()) stop_signal.store(-1);
     });
     return write_and_wait(sampler.finish(), options, child, status);
 }

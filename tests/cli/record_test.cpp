@@ -341,6 +341,23 @@ TEST_F(RecordTest, NativeSamplesTheCommandsProcessTree) {
         EXPECT_EQ(s.state, "running");
 }
 
+TEST_F(RecordTest, NativeWatchesARunningProcessUntilItExits) {
+    Background script({kScript, "native"}, {});
+    Outcome o = run_process(
+        {kCli, "record", "--native", "--pid", std::to_string(script.pid()), "-o", trace_path()}, {},
+        60s);
+    ASSERT_EQ(o.status, 0) << o.err;
+    Trace t = read_trace(trace_path());
+    expect_invariants(t);
+    EXPECT_FALSE(t.slices_of(script.pid()).empty()) << t.doc.dump();
+    EXPECT_NE(t.instant("leave", script.pid()), nullptr) << "it exited while watched";
+
+    Outcome gone =
+        run_process({kCli, "record", "--native", "--pid", "999999999", "-o", trace_path()});
+    EXPECT_EQ(gone.status, 2);
+    EXPECT_NE(gone.err.find("no process"), std::string::npos) << gone.err;
+}
+
 TEST_F(RecordTest, NativeNeedsACommand) {
     Outcome o = run_process({kCli, "record", "--native", "-o", trace_path()});
     EXPECT_NE(o.status, 0);
