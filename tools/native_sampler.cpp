@@ -142,8 +142,11 @@ void NativeSampler::read_threads(pid_t pid, std::map<int, Candidate>& best) {
         if (fresh) {
             th.pid = pid;
             th.run_ns = run_ns;
-            rec_.thread_names[tid] = st.comm;
         }
+        // Names change at exec (a child is first seen as its parent's copy):
+        // the trace keeps the last ones seen.
+        if (std::string& name = rec_.thread_names[tid]; name != st.comm) name = st.comm;
+        if (tid == pid) rec_.process_names[pid] = st.comm;
         const uint64_t ran = run_ns > th.run_ns ? run_ns - th.run_ns : 0;
         th.run_ns = run_ns;
         // Runnable there now, or ran since the last sample (and blocked).
