@@ -17,9 +17,41 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
+LabelClass classify_label(std::string_view label) {
+    if (label == "openmp") return LabelClass::OpenMP;
+    if (label == "tbb") return LabelClass::Tbb;
+    if (label == "pocl") return LabelClass::Pocl;
+    return LabelClass::Other;
+}
+
+const char* label_class_name(LabelClass c) {
+    switch (c) {
+    case LabelClass::OpenMP:
+        return "openmp";
+    case LabelClass::Tbb:
+        return "tbb";
+    case LabelClass::Pocl:
+        return "pocl";
+    default:
+        return "other";
+    }
+}
+
+LabelClass SharedScheduler::holder_class(const CpuSlot& cpu) const {
+    const int32_t t = cpu.owner_thread.load(rlx);
+    if (t < 0 || t >= kMaxThreads) return LabelClass::Other;
+    // Relaxed: set_label() stores it without the lock; a class one label
+    // change late only moves that stint to the previous label.
+    const auto c = s_.threads[t].label_class.load(rlx);
+    return uint32_t(c) < uint32_t(kLabelClasses) ? c : LabelClass::Other;
+}
+
 void SharedScheduler::close_stint(CpuSlot& cpu, uint64_t now) {
     if (cpu.stint_proc == kNone) return;
-    s_.procs[cpu.stint_proc].cpu_time_ns.fetch_add(now - cpu.stint_start_ns, rlx);
+    ProcSlot& p = s_.procs[cpu.stint_proc];
+    const uint64_t d = now - cpu.stint_start_ns;
+    p.cpu_time_ns.fetch_add(d, rlx);
+    p.label_time_ns[int(holder_class(cpu))].fetch_add(d, rlx);
     cpu.stint_proc = kNone;
 }
 
@@ -70,6 +102,13 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     const uint64_t now = now_ns();
+    // The stint so far belongs to the old holder's label class.
+    if (cpu.stint_proc != kNone && holder_class(cpu) != s_.threads[t].label_class.load(rlx)) {
+        const int32_t proc = cpu.stint_proc;
+        close_stint(cpu, now);
+        cpu.stint_proc = proc;
+        cpu.stint_start_ns = now;
+    }
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
     trace(TraceKind::Handoff, c, t, now);
@@ -336,6 +375,18 @@ uint64_t SharedScheduler::cpu_time_ns(int32_t proc, uint64_t now) const {
         if (cpu.stint_proc == proc && now > cpu.stint_start_ns) total += now - cpu.stint_start_ns;
     }
     return total;
+}
+
+LabelTimes SharedScheduler::label_times_ns(int32_t proc, uint64_t now) const {
+    LabelTimes times{};
+    for (int l = 0; l < kLabelClasses; ++l)
+        times[l] = s_.procs[proc].label_time_ns[l].load(rlx);
+    for (int c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        if (cpu.stint_proc == proc && now > cpu.stint_start_ns)
+            times[int(holder_class(cpu))] += now - cpu.stint_start_ns;
+    }
+    return times;
 }
 
 } // namespace coexec::scheduler

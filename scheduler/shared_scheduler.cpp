@@ -109,6 +109,8 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
         for (auto& n : slot.ready_numa)
             n.store(0, rlx);
         slot.cpu_time_ns.store(0, rlx);
+        for (auto& l : slot.label_time_ns)
+            l.store(0, rlx);
         slot.handoffs.store(0, rlx);
         slot.alive_ns.store(now_ns(), rlx);
         // Release: other processes that see Alive see the cleared counters.
@@ -281,6 +283,7 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     th.serial.store(0, rlx);
     std::memset(th.label, 0, sizeof th.label);
     if (label) std::strncpy(th.label, label, sizeof th.label - 1);
+    th.label_class.store(classify_label(th.label), rlx);
     th.state.store(state, std::memory_order_release);
     s_.procs[proc].threads.fetch_add(1, rlx);
     return t;
@@ -352,6 +355,7 @@ void SharedScheduler::set_label(int32_t t, std::string_view label) {
     char buf[kLabelSize] = {};
     label.copy(buf, kLabelSize - 1);
     std::memcpy(s_.threads[t].label, buf, kLabelSize);
+    s_.threads[t].label_class.store(classify_label(buf), rlx);
     if (recording()) [[unlikely]]
         trace_label(t);
 }

@@ -18,6 +18,7 @@
 #include "shm/layout.hpp"
 #include "shm/robust_mutex.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,6 +26,15 @@
 #include <vector>
 
 namespace coexec::scheduler {
+
+// The runtime class of a thread label: exactly "openmp", "tbb" or "pocl"
+// (what the adapters attach with), else Other.
+shm::LabelClass classify_label(std::string_view label);
+// "openmp", "tbb", "pocl" or "other".
+const char* label_class_name(shm::LabelClass c);
+
+// CPU time by shm::LabelClass, in nanoseconds.
+using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
 
 class SharedScheduler {
   public:
@@ -231,6 +241,11 @@ class SharedScheduler {
 
     // Lock-free: CPU time `proc` received, including open stints.
     uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
+    // Lock-free: the same by the label class of the holding thread (the
+    // class it has when a stint ends; open stints count under the class
+    // their holder has now). The classes add up to cpu_time_ns() but for
+    // a stint that closes between the two reads.
+    LabelTimes label_times_ns(int32_t proc, uint64_t now) const;
 
     // ---- the trace rings (trace_events.cpp) ---------------------------
     // Locked, by a recorder (`coexec record`) of process `pid`: ownership
@@ -317,7 +332,11 @@ class SharedScheduler {
     bool holder_is_sound(int32_t cpu) const;
     // Lets `thread` run on every managed CPU (an evicted lender).
     void unbind_thread(int32_t thread);
+    // Adds the CPU's open stint, if any, to its process's CPU time, under
+    // the label class of the CPU's holder.
     void close_stint(shm::CpuSlot& cpu, uint64_t now);
+    // The label class of the thread holding `cpu` now (Other without one).
+    shm::LabelClass holder_class(const shm::CpuSlot& cpu) const;
     // After the holder made `cpu` unheld: offers it to work queued
     // meanwhile (the Dekker pair of a submitter's kick).
     int32_t offer_released(int32_t cpu, WakeList& wakes);

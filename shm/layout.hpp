@@ -14,7 +14,7 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 9;
+inline constexpr uint32_t kAbiVersion = 10;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -67,6 +67,12 @@ enum class ThreadState : uint32_t {
 
 enum class ProcState : uint32_t { Unused = 0, Alive = 1 };
 
+// The runtime a thread's label names, for the CPU time per runtime that
+// `coexec top` shows: the adapters label their threads "openmp", "tbb" and
+// "pocl"; any other label (a task type's, "worker", "attached") is Other.
+enum class LabelClass : uint32_t { OpenMP = 0, Tbb = 1, Pocl = 2, Other = 3 };
+inline constexpr int kLabelClasses = 4;
+
 // One managed CPU. Running slots are written only by their holder thread;
 // Free/Idle/Sleeping slots only under the segment lock.
 struct alignas(64) CpuSlot {
@@ -113,6 +119,9 @@ struct alignas(64) ThreadSlot {
     std::atomic<uint32_t> serial;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
+    // The class of `label`, set with it (SharedScheduler::set_label): the
+    // scheduler reads it when a stint closes, without parsing the text.
+    std::atomic<LabelClass> label_class;
 };
 
 // One process that joined the instance. Its ready counters are kept by the
@@ -137,8 +146,11 @@ struct alignas(64) ProcSlot {
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU
     std::atomic<int64_t> ready_numa[kMaxNuma];     // strictly bound to a NUMA node
     alignas(64) std::atomic<uint64_t> cpu_time_ns; // closed stints
-    std::atomic<uint64_t> handoffs;                // CPU grants received
-    std::atomic<uint64_t> preemptions;             // times its threads gave way to a signal
+    // The same closed stints by the LabelClass of the thread holding the CPU
+    // when each ended; they add up to cpu_time_ns.
+    std::atomic<uint64_t> label_time_ns[kLabelClasses];
+    std::atomic<uint64_t> handoffs;    // CPU grants received
+    std::atomic<uint64_t> preemptions; // times its threads gave way to a signal
 };
 
 enum class Isolation : uint32_t { Process = 0, User = 1, Group = 2, Public = 3 };

@@ -46,13 +46,21 @@ struct RecordOptions {
     double duration_s = 0;            // > 0: stop after this long
     bool png = false;                 // also draw the trace (plot_command) next to it
     std::vector<std::string> command; // run it and stop when it exits
+    // Run `command` outside coexec and sample what the kernel scheduler did
+    // with its process tree from /proc (NativeSampler), not the segment.
+    bool native = false;
+    // With `native` instead of a command: sample this running process's
+    // tree until it exits, the duration passes, or Ctrl-C.
+    int pid = 0;
 };
 
 // Records every ownership change of the segment (created if missing) into
 // a Chrome/Perfetto trace-event JSON file: while `command` runs, for
 // `duration_s`, or until SIGINT/SIGTERM. Returns the command's exit status
 // (128+signal if a signal ended it), or 2 when the segment or the file
-// cannot be used, 127 when the command cannot be started.
+// cannot be used, 127 when the command cannot be started. With `native`,
+// `command` runs with our environment as is (or `pid` is watched), and its
+// process tree is sampled every millisecond instead; no segment is used.
 int record_command(const GlobalOptions& global, const RecordOptions& options);
 
 // The PNG path `coexec record --png` writes for a trace: ".json" -> ".png".

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include <CLI/CLI.hpp>
+#include <limits>
 
 namespace {
 
@@ -82,8 +83,13 @@ void add_trace(CLI::App& app, Cli& cli) {
     CLI::App* record = app.add_subcommand(
         "record", "Record who held each CPU into a trace for Perfetto (ui.perfetto.dev)");
     record->footer("Usage: coexec record [-o FILE] [--png] [--duration S | -- CMD [ARGS...]]\n"
+                   "       coexec record --native [-o FILE] [--png] [--duration S]\n"
+                   "                            (--pid PID | -- CMD [ARGS...])\n"
                    "Records every process on the segment while CMD runs, for S seconds, or\n"
-                   "until Ctrl-C. With CMD, exits with its status.");
+                   "until Ctrl-C. With CMD, exits with its status.\n"
+                   "--native runs CMD outside coexec (or watches PID) and samples its process\n"
+                   "tree from /proc every millisecond: each CPU shows the thread the kernel ran\n"
+                   "longest on it in each millisecond, not the exact context switches.");
     record->add_option("-o,--output", cli.record.output, "Trace file to write (JSON)")
         ->capture_default_str();
     CLI::Option* duration =
@@ -93,6 +99,16 @@ void add_trace(CLI::App& app, Cli& cli) {
                      "Also draw the trace with gnuplot, next to it (FILE with .png)");
     CLI::Option* command =
         record->add_option("command", cli.record.command, "The program to run and its arguments");
+    CLI::Option* native = record->add_flag(
+        "--native", cli.record.native,
+        "Run CMD outside coexec and sample what the kernel ran on each CPU (/proc, 1 ms)");
+    CLI::Option* pid =
+        record
+            ->add_option("--pid", cli.record.pid,
+                         "With --native: sample this running process and its descendants")
+            ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    pid->needs(native);
+    pid->excludes(command);
     duration->excludes(command);
     record->positionals_at_end();
     record->callback([&] { cli.status = record_command(cli.global, cli.record); });

@@ -1,5 +1,6 @@
 // `coexec record`: a timeline trace of CPU ownership, for Perfetto.
 #include "commands.hpp"
+#include "native_sampler.hpp"
 #include "trace_json.hpp"
 #include "trace_session.hpp"
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -75,9 +77,9 @@ std::vector<std::string> child_environment(const GlobalOptions& global) {
     return env;
 }
 
-// Starts `command` (looked up on PATH); -1 and a message when it cannot.
-pid_t start_command(const std::vector<std::string>& command, const GlobalOptions& global) {
-    std::vector<std::string> env = child_environment(global);
+// Starts `command` (looked up on PATH) with environment `env`; -1 and a
+// message when it cannot.
+pid_t start_command(const std::vector<std::string>& command, std::vector<std::string> env) {
     std::vector<char*> argv, envp;
     for (const auto& a : command)
         argv.push_back(const_cast<char*>(a.c_str()));
@@ -91,6 +93,14 @@ pid_t start_command(const std::vector<std::string>& command, const GlobalOptions
         return -1;
     }
     return pid;
+}
+
+// Our own environment, unchanged.
+std::vector<std::string> own_environment() {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e)
+        env.emplace_back(*e);
+    return env;
 }
 
 // The exit status `coexec record` passes on: the command's, or 128+signal.
@@ -112,6 +122,104 @@ bool write_file(const std::string& path, const std::string& text) {
     return bool(out);
 }
 
+// Calls `poll` every kPollNs until `child` (if > 0) exits, the duration
+// passes, or a stop signal arrives. Returns the child's exit status if it
+// exited (and sets `child` to -1), else 0.
+int poll_until_done(const RecordOptions& options, pid_t& child, const std::function<void()>& poll) {
+    const uint64_t deadline =
+        options.duration_s > 0 ? shm::now_ns() + uint64_t(options.duration_s * 1e9) : 0;
+    for (;;) {
+        poll();
+        if (stop_signal.load(std::memory_order_relaxed) != 0) break;
+        if (deadline != 0 && shm::now_ns() >= deadline) break;
+        if (child > 0) {
+            int ws = 0;
+            if (waitpid(child, &ws, WNOHANG) == child) {
+                child = -1;
+                return exit_status(ws);
+            }
+        }
+        sleep_ns(kPollNs);
+    }
+    return 0;
+}
+
+// Writes `rec` to options.output (and its picture with --png), then waits
+// for `child` if it still runs. Returns 2 when the trace or picture could
+// not be written, else the command's status (`status` if it exited).
+int write_and_wait(const Recording& rec, const RecordOptions& options, pid_t child, int status) {
+    // From here a second Ctrl-C stops `coexec record` itself.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    const std::string text = trace_to_json(rec).dump();
+    bool write_failed = false;
+    if (!write_file(options.output, text)) {
+        print_error(fmt::format("cannot write the trace to '{}'", options.output));
+        write_failed = true;
+    } else {
+        std::fprintf(stderr,
+                     "coexec record: %zu events (%llu lost) written to %s\n"
+                     "  open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing;\n"
+                     "  or draw it: coexec plot %s -o %s\n",
+                     rec.events.size(), static_cast<unsigned long long>(rec.lost),
+                     options.output.c_str(), options.output.c_str(),
+                     png_path_for(options.output).c_str());
+        if (options.png) {
+            PlotOptions plot;
+            plot.trace = options.output;
+            plot.output = png_path_for(options.output);
+            write_failed = plot_command(plot) != 0;
+        }
+    }
+    // The command still runs when a signal or the duration ended the
+    // recording: the trace is on disk, now wait for it.
+    if (child > 0) {
+        int ws = 0;
+        while (waitpid(child, &ws, 0) < 0 && errno == EINTR) {
+        }
+        status = exit_status(ws);
+    }
+    return write_failed ? 2 : status;
+}
+
+// Fails early on an unwritable output, before the command runs.
+bool output_writable(const std::string& path) {
+    if (std::ofstream probe(path, std::ios::app); !probe) {
+        print_error(fmt::format("cannot write the trace to '{}': {}", path, std::strerror(errno)));
+        return false;
+    }
+    return true;
+}
+
+// `coexec record --native`: the command outside coexec, sampled from /proc.
+int record_native(const RecordOptions& options) {
+    if (options.command.empty() && options.pid <= 0) {
+        print_error("--native needs a command to run or --pid");
+        return 2;
+    }
+    if (options.pid > 0 && ::kill(options.pid, 0) != 0 && errno == ESRCH) {
+        print_error(fmt::format("no process {}", options.pid));
+        return 2;
+    }
+    if (!output_writable(options.output)) return 2;
+    catch_stop_signals();
+    pid_t root = options.pid;
+    if (root <= 0) root = start_command(options.command, own_environment());
+    if (root < 0) return 127;
+    pid_t child = options.pid > 0 ? -1 : root;
+    // Scripts (run.py --trace) wait for this line before starting work.
+    std::fprintf(stderr, "coexec record: sampling pid %d and its descendants from /proc%s\n",
+                 int(root), child < 0 && options.duration_s <= 0 ? " (Ctrl-C to stop)" : "");
+    std::fflush(stderr);
+    NativeSampler sampler(root);
+    int status = poll_until_done(options, child, [&] {
+        sampler.sample();
+        // A watched process that exits ends the recording too.
+        if (child < 0 && sampler.root_gone()) stop_signal.store(-1);
+    });
+    return write_and_wait(sampler.finish(), options, child, status);
+}
+
 } // namespace
 
 std::string png_path_for(const std::string& trace_path) {
@@ -123,18 +231,14 @@ std::string png_path_for(const std::string& trace_path) {
 }
 
 int record_command(const GlobalOptions& global, const RecordOptions& options) {
+    if (options.native) return record_native(options);
     std::string problem;
     std::optional<Target> target = resolve_target(global, problem);
     if (!target) {
         print_error(problem);
         return 2;
     }
-    // Fail early on an unwritable output, before the command runs.
-    if (std::ofstream probe(options.output, std::ios::app); !probe) {
-        print_error(fmt::format("cannot write the trace to '{}': {}", options.output,
-                                std::strerror(errno)));
-        return 2;
-    }
+    if (!output_writable(options.output)) return 2;
     // Created if missing: the command's processes are then recorded from
     // the moment they join.
     shm::SegmentError error;
@@ -157,61 +261,12 @@ int record_command(const GlobalOptions& global, const RecordOptions& options) {
                  options.command.empty() && options.duration_s <= 0 ? " (Ctrl-C to stop)" : "");
     std::fflush(stderr);
     pid_t child = -1;
-    int status = 0;
     if (!options.command.empty()) {
-        child = start_command(options.command, global);
+        child = start_command(options.command, child_environment(global));
         if (child < 0) return 127;
     }
-    const uint64_t deadline =
-        options.duration_s > 0 ? shm::now_ns() + uint64_t(options.duration_s * 1e9) : 0;
-    for (;;) {
-        session.poll();
-        if (stop_signal.load(std::memory_order_relaxed) != 0) break;
-        if (deadline != 0 && shm::now_ns() >= deadline) break;
-        if (child > 0) {
-            int ws = 0;
-            if (waitpid(child, &ws, WNOHANG) == child) {
-                status = exit_status(ws);
-                child = -1;
-                break;
-            }
-        }
-        sleep_ns(kPollNs);
-    }
-    Recording rec = session.finish();
-    // From here a second Ctrl-C stops `coexec record` itself.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    const size_t events = rec.events.size();
-    const uint64_t lost = rec.lost;
-    const std::string text = trace_to_json(rec).dump();
-    bool write_failed = false;
-    if (!write_file(options.output, text)) {
-        print_error(fmt::format("cannot write the trace to '{}'", options.output));
-        write_failed = true;
-    } else {
-        std::fprintf(stderr,
-                     "coexec record: %zu events (%llu lost) written to %s\n"
-                     "  open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing;\n"
-                     "  or draw it: coexec plot %s -o %s\n",
-                     events, static_cast<unsigned long long>(lost), options.output.c_str(),
-                     options.output.c_str(), png_path_for(options.output).c_str());
-        if (options.png) {
-            PlotOptions plot;
-            plot.trace = options.output;
-            plot.output = png_path_for(options.output);
-            write_failed = plot_command(plot) != 0;
-        }
-    }
-    // The command still runs when a signal or the duration ended the
-    // recording: the trace is on disk, now wait for it.
-    if (child > 0) {
-        int ws = 0;
-        while (waitpid(child, &ws, 0) < 0 && errno == EINTR) {
-        }
-        status = exit_status(ws);
-    }
-    return write_failed ? 2 : status;
+    int status = poll_until_done(options, child, [&] { session.poll(); });
+    return write_and_wait(session.finish(), options, child, status);
 }
 
 } // namespace coexec::cli

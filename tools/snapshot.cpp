@@ -95,9 +95,14 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
     row.name = printable(p.name);
     row.ready = p.ready_total.load(rlx);
     // SharedScheduler walks header.cpu_count CPUs: only with a sane count.
-    row.cpu_time_ns = checked_cpu_count(sched.segment().header) == sched.cpu_count()
-                          ? sched.cpu_time_ns(slot, now)
-                          : p.cpu_time_ns.load(rlx);
+    if (checked_cpu_count(sched.segment().header) == sched.cpu_count()) {
+        row.cpu_time_ns = sched.cpu_time_ns(slot, now);
+        row.label_time_ns = sched.label_times_ns(slot, now);
+    } else {
+        row.cpu_time_ns = p.cpu_time_ns.load(rlx);
+        for (int l = 0; l < shm::kLabelClasses; ++l)
+            row.label_time_ns[l] = p.label_time_ns[l].load(rlx);
+    }
     row.handoffs = p.handoffs.load(rlx);
     row.preemptions = p.preemptions.load(rlx);
     row.threads = p.threads.load(rlx);

@@ -4,6 +4,7 @@
 
 #include "shm/layout.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct ProcRow {
     int cpus = 0; // CPUs it holds now
     int64_t ready = 0;
     uint64_t cpu_time_ns = 0;
+    // cpu_time_ns by the runtime its threads were labelled with, indexed by
+    // shm::LabelClass (openmp, tbb, pocl, other).
+    std::array<uint64_t, shm::kLabelClasses> label_time_ns{};
     uint64_t handoffs = 0;
     uint64_t preemptions = 0; // times its threads gave way to the safety net
     int threads = 0;

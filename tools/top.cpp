@@ -75,7 +75,10 @@ std::vector<std::string> frame_lines(const Snapshot& snap, const Snapshot* previ
     for (auto& l : cpu_table(snap))
         lines.push_back(std::move(l));
     lines.emplace_back();
-    for (auto& l : process_table(snap, previous, false))
+    for (auto& l : process_table(snap, previous, true))
+        lines.push_back(std::move(l));
+    lines.emplace_back();
+    for (auto& l : runtime_table(snap))
         lines.push_back(std::move(l));
     return lines;
 }

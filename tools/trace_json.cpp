@@ -49,11 +49,12 @@ class Builder {
         doc["traceEvents"] = std::move(events_);
         doc["displayTimeUnit"] = "ms";
         doc["otherData"] = {
-            {"producer", "coexec record"},       {"segment", printable(r_.shm_name)},
+            {"producer", r_.producer},           {"segment", printable(r_.shm_name)},
             {"start_monotonic_ns", r_.start_ns}, {"end_monotonic_ns", r_.end_ns},
             {"events", r_.events.size()},        {"lost_events", r_.lost},
             {"cpu_track_pid", kCpuTrackPid},
         };
+        if (r_.sample_period_ns) doc["otherData"]["sample_period_ns"] = r_.sample_period_ns;
         return doc;
     }
 
@@ -201,7 +202,7 @@ class Builder {
                                {"tid", tid},
                                {"args", std::move(args)}});
         };
-        meta("process_name", kCpuTrackPid, 0, {{"name", "CPUs (coexec)"}});
+        meta("process_name", kCpuTrackPid, 0, {{"name", r_.cpu_tracks_name}});
         meta("process_sort_index", kCpuTrackPid, 0, {{"sort_index", -1}});
         std::set<int32_t> cpus;
         for (size_t c = 0; c < r_.cpu_system_ids.size(); ++c)

@@ -25,6 +25,10 @@ struct Recording {
     std::vector<int> cpu_system_ids;              // by CPU slot index
     uint64_t lost = 0; // records overwritten before they were read, or dropped
     std::string shm_name;
+    // What made it, and the name of the CPU tracks' pseudo-process.
+    std::string producer = "coexec record";
+    std::string cpu_tracks_name = "CPUs (coexec)";
+    uint64_t sample_period_ns = 0; // > 0: sampled (coexec record --native)
 };
 
 // Switches recording on in a segment, reads its rings, and switches it off.

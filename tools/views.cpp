@@ -2,7 +2,12 @@
 
 #include "table.hpp"
 
+#include "scheduler/shared_scheduler.hpp"
+
+#include <array>
+#include <cctype>
 #include <fmt/format.h>
+#include <optional>
 
 namespace coexec::cli {
 namespace {
@@ -19,17 +24,50 @@ uint64_t total_cpu_time(const Snapshot& snap) {
     return total;
 }
 
+// The process's name, marked when it died and is not reaped yet.
+std::string shown_name(const ProcRow& p) {
+    return p.alive ? p.name : p.name + " (dead)";
+}
+
+// The ProcRow of `row`'s process in `previous`, or null when it joined since.
+const ProcRow* earlier_row(const ProcRow& row, const Snapshot& previous) {
+    for (const auto& before : previous.procs)
+        if (before.slot == row.slot && before.pid == row.pid) return &before;
+    return nullptr;
+}
+
+// CPU time `row`'s process received since `previous` (nullopt: not listed
+// then, or its counter went back, as after a reset).
+std::optional<uint64_t> cpu_time_since(const ProcRow& row, const Snapshot& previous) {
+    const ProcRow* before = earlier_row(row, previous);
+    if (!before || row.cpu_time_ns < before->cpu_time_ns) return std::nullopt;
+    return row.cpu_time_ns - before->cpu_time_ns;
+}
+
+// CPU time all processes listed in both snapshots received in between.
+uint64_t total_cpu_time_since(const Snapshot& snap, const Snapshot& previous) {
+    uint64_t total = 0;
+    for (const auto& p : snap.procs)
+        total += cpu_time_since(p, previous).value_or(0);
+    return total;
+}
+
+// `part` in percent of `whole`, or "-" when there is nothing to divide.
+std::string percent(uint64_t part, uint64_t whole) {
+    return whole ? fmt::format("{:.1f}%", 100.0 * double(part) / double(whole)) : "-";
+}
+
 // CPU time `row`'s process received since `previous`, in percent of one CPU.
 std::string cpu_rate(const ProcRow& row, const Snapshot& snap, const Snapshot& previous) {
     uint64_t elapsed = snap.taken_ns > previous.taken_ns ? snap.taken_ns - previous.taken_ns : 0;
-    for (const auto& before : previous.procs) {
-        if (before.slot != row.slot || before.pid != row.pid) continue;
-        if (elapsed == 0 || row.cpu_time_ns < before.cpu_time_ns) return "-";
-        return fmt::format("{:.0f}",
-                           100.0 * double(row.cpu_time_ns - before.cpu_time_ns) / double(elapsed));
-    }
-    return "-";
+    const std::optional<uint64_t> got = cpu_time_since(row, previous);
+    if (elapsed == 0 || !got) return "-";
+    return fmt::format("{:.0f}", 100.0 * double(*got) / double(elapsed));
 }
+
+// The label classes in display order.
+constexpr std::array<shm::LabelClass, shm::kLabelClasses> kClasses{
+    shm::LabelClass::OpenMP, shm::LabelClass::Tbb, shm::LabelClass::Pocl, shm::LabelClass::Other};
 
 template <typename T>
 json or_null(bool present, const T& value) {
@@ -76,21 +114,43 @@ std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* pre
                                        {"CPUS", Align::Right},
                                        {"READY", Align::Right},
                                        {"CPU-TIME", Align::Right}};
-    if (previous) columns.push_back({"%CPU", Align::Right});
+    if (previous)
+        columns.insert(columns.end(), {{"%CPU", Align::Right}, {"SHARE-NOW", Align::Right}});
     if (share) columns.push_back({"SHARE", Align::Right});
     columns.insert(columns.end(), {{"HANDOFFS", Align::Right}, {"THREADS", Align::Right}});
     Table t(std::move(columns));
     const uint64_t total = total_cpu_time(snap);
+    const uint64_t recent = previous ? total_cpu_time_since(snap, *previous) : 0;
     for (const auto& p : snap.procs) {
-        std::vector<std::string> cells{std::to_string(p.pid), p.alive ? p.name : p.name + " (dead)",
-                                       std::to_string(p.cpus), std::to_string(p.ready),
-                                       format_duration(p.cpu_time_ns)};
-        if (previous) cells.push_back(cpu_rate(p, snap, *previous));
-        if (share)
-            cells.push_back(
-                total ? fmt::format("{:.1f}%", 100.0 * double(p.cpu_time_ns) / double(total))
-                      : "-");
+        std::vector<std::string> cells{std::to_string(p.pid), shown_name(p), std::to_string(p.cpus),
+                                       std::to_string(p.ready), format_duration(p.cpu_time_ns)};
+        if (previous) {
+            cells.push_back(cpu_rate(p, snap, *previous));
+            const std::optional<uint64_t> got = cpu_time_since(p, *previous);
+            cells.push_back(got ? percent(*got, recent) : "-");
+        }
+        if (share) cells.push_back(percent(p.cpu_time_ns, total));
         cells.insert(cells.end(), {std::to_string(p.handoffs), std::to_string(p.threads)});
+        t.add_row(std::move(cells));
+    }
+    return t.render();
+}
+
+std::vector<std::string> runtime_table(const Snapshot& snap) {
+    std::vector<Table::Column> columns{{"PID", Align::Right}, {"PROCESS"}};
+    for (shm::LabelClass c : kClasses) {
+        std::string name = scheduler::label_class_name(c);
+        for (char& ch : name)
+            ch = char(std::toupper(static_cast<unsigned char>(ch)));
+        columns.push_back({std::move(name), Align::Right});
+    }
+    Table t(std::move(columns));
+    for (const auto& p : snap.procs) {
+        std::vector<std::string> cells{std::to_string(p.pid), shown_name(p)};
+        for (shm::LabelClass c : kClasses) {
+            const uint64_t ns = p.label_time_ns[size_t(c)];
+            cells.push_back(ns ? format_duration(ns) + " " + percent(ns, p.cpu_time_ns) : "-");
+        }
         t.add_row(std::move(cells));
     }
     return t.render();
@@ -162,6 +222,16 @@ json cpus_json(const Snapshot& snap) {
     return cpus;
 }
 
+namespace {
+// A process's cpu_time_by_label_ns object: {"openmp": ns, "tbb": ns, ...}.
+json label_times_json(const ProcRow& p) {
+    json times = json::object();
+    for (shm::LabelClass c : kClasses)
+        times[scheduler::label_class_name(c)] = p.label_time_ns[size_t(c)];
+    return times;
+}
+} // namespace
+
 json processes_json(const Snapshot& snap) {
     json procs = json::array();
     for (const auto& p : snap.procs)
@@ -170,6 +240,7 @@ json processes_json(const Snapshot& snap) {
                          {"cpus", p.cpus},
                          {"ready", p.ready},
                          {"cpu_time_ns", p.cpu_time_ns},
+                         {"cpu_time_by_label_ns", label_times_json(p)},
                          {"handoffs", p.handoffs},
                          {"preemptions", p.preemptions},
                          {"threads", p.threads},

@@ -16,10 +16,17 @@ std::string format_duration(uint64_t ns);
 std::vector<std::string> cpu_table(const Snapshot& snap);
 
 // The per-process table of `coexec top` and `coexec ps`. With `previous`
-// (an earlier snapshot) adds a %CPU column: CPU time received since then,
-// in percent of one CPU. `share` adds each process's share of the CPU time
-// received by all listed processes.
+// (an earlier snapshot) adds a %CPU column, CPU time received since then in
+// percent of one CPU, and SHARE-NOW, the process's share of the CPU time all
+// processes listed in both snapshots received since then. `share` adds
+// SHARE, its share of the CPU time all listed processes received since
+// they joined.
 std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* previous, bool share);
+
+// Per process, its CPU time under each runtime label class (openmp, tbb,
+// pocl, other) and that time's share of the process's CPU time; "-" for
+// none.
+std::vector<std::string> runtime_table(const Snapshot& snap);
 
 // The summary line at the top of `coexec top`.
 std::string top_title(const Snapshot& snap);

@@ -398,17 +398,23 @@ def result_lines(text):
     return {line.strip() for line in text.splitlines() if line.startswith(RESULT_PREFIX)}
 
 
-def start_recorder(env, trace_path, scenario_env, log):
+def start_recorder(env, trace_path, scenario_env, log, mode="coexec"):
     """Starts `coexec record -o trace_path` on the scenario's segment and waits until it
-    records (it says so on stderr), so that the jobs' first grants are in the trace.
-    Returns the recorder, or None (and a note in the log) when it cannot start."""
+    records (it says so on stderr), so that the jobs' first grants are in the trace. In
+    native mode, `coexec record --native --pid <ours>` samples our children (the jobs)
+    from /proc instead. Returns the recorder, or None (and a note in the log) when it
+    cannot start."""
     rec_env = dict(os.environ)
     rec_env.update(scenario_env)
-    log.write(f"$ {env.coexec} record -o {trace_path}\n")
-    rec = subprocess.Popen([env.coexec, "record", "-o", trace_path], env=rec_env,
+    argv = [env.coexec, "record", "-o", trace_path]
+    if mode == "native":
+        argv += ["--native", "--pid", str(os.getpid())]
+    log.write(f"$ {' '.join(argv)}\n")
+    rec = subprocess.Popen(argv, env=rec_env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    line = rec.stderr.readline()  # "coexec record: recording ..." once switched on
-    if not line.startswith("coexec record: recording"):
+    # "coexec record: recording ..." once switched on; "... sampling ..." in native mode
+    line = rec.stderr.readline()
+    if not line.startswith(("coexec record: recording", "coexec record: sampling")):
         log.write(f"coexec record did not start: {line}{rec.stderr.read()}\n")
         rec.wait()
         return None
@@ -431,10 +437,12 @@ def stop_recorder(rec, log):
 def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     """Starts all jobs at once, waits for all; returns (wall seconds, steady seconds or None,
     status, the distinct result lines). Each job's output goes to a file of its own, then to
-    the log. With `trace_path` (coexec mode), `coexec record` writes the run's trace there."""
+    the log. With `trace_path` (coexec or native mode), `coexec record` writes the run's
+    trace there."""
     procs, outs = [], []
     plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
-    recorder = start_recorder(env, trace_path, scenario_env, log) if trace_path else None
+    recorder = (start_recorder(env, trace_path, scenario_env, log, mode) if trace_path
+                else None)
     start = time.monotonic()
     for job, (share, cpus) in zip(jobs, plans):
         argv, extra = command(env, job, mode, share, cpus)
@@ -502,11 +510,15 @@ class Result:
         return self.steady if self.steady and None not in self.steady else []
 
 
-def trace_file(args, scenario, rep):
-    """Where --trace puts the trace of one coexec run: next to results.csv (a "/" in the
-    scenario's name becomes "_")."""
+# The modes --trace records: coexec with `coexec record`, native with its /proc sampler.
+TRACED_MODES = ("coexec", "native")
+
+
+def trace_file(args, scenario, mode, rep):
+    """Where --trace puts the trace of one coexec or native run: next to results.csv (a
+    "/" in the scenario's name becomes "_")."""
     name = scenario.name.replace("/", "_")
-    return os.path.join(args.out, f"{name}.coexec.{rep + 1}.trace.json")
+    return os.path.join(args.out, f"{name}.{mode}.{rep + 1}.trace.json")
 
 
 def measure(env, args, scenarios, log):
@@ -538,7 +550,8 @@ def measure(env, args, scenarios, log):
                         st = s if s != "ok" else st
                         out |= o
                 else:
-                    trace = trace_file(args, sc, rep) if args.trace and mode == "coexec" else None
+                    trace = (trace_file(args, sc, mode, rep)
+                             if args.trace and mode in TRACED_MODES else None)
                     secs, steady, st, out = run_jobs(env, sc.jobs, mode, limit, sc.env, log,
                                                      trace)
                 done += 1
@@ -808,9 +821,10 @@ def parse(argv):
     p.add_argument("--check", action="store_true", help="exit 1 if any run failed")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     p.add_argument("--trace", action="store_true",
-                   help="record each coexec run with `coexec record`: one Perfetto trace "
-                        "<scenario>.coexec.<repeat>.trace.json next to results.csv "
-                        "(fig7/x: fig7_x...)")
+                   help="record each coexec run with `coexec record`, and each native run "
+                        "with `coexec record --native` (the kernel's choices, sampled from "
+                        "/proc every ms): one Perfetto trace <scenario>.<mode>.<repeat>"
+                        ".trace.json next to results.csv (fig7/x: fig7_x...)")
     a = p.parse_args(argv)
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     bad = [m for m in a.modes if m not in MODES]

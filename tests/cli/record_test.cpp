@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 
 namespace coexec::clitest {
@@ -170,6 +172,13 @@ class RecordTest : public ::testing::Test {
     }
     std::string trace_path() const { return dir_ + "/trace.json"; }
     const std::string& dir() const { return dir_; }
+    const std::string& name() const { return name_; }
+    // `coexec ARGS... --name <ours>`.
+    Outcome cli(std::vector<std::string> args) const {
+        args.insert(args.begin(), kCli);
+        args.insert(args.end(), {"--name", name_});
+        return run_process(args);
+    }
 
   private:
     std::string name_ = "rectest-" + std::to_string(getpid()) + "-" +
@@ -296,6 +305,166 @@ TEST_F(RecordTest, BadInputIsAClearError) {
     EXPECT_NE(cannot.err.find("cannot write"), std::string::npos) << cannot.err;
     Outcome exec_fail = record({"--", "/nonexistent/program"});
     EXPECT_EQ(exec_fail.status, 127) << exec_fail.err;
+}
+
+// ---- coexec record --native ---------------------------------------------------
+
+TEST_F(RecordTest, NativeSamplesTheCommandsProcessTree) {
+    Outcome o = run_process(
+        {kCli, "record", "--native", "-o", trace_path(), "--", kScript, "native"}, {}, 60s);
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.err.find(trace_path()), std::string::npos) << o.err;
+    const auto who = roles(o.out);
+    ASSERT_EQ(who.size(), 2u) << o.out;
+    const int main_pid = who.at("main"), child = who.at("child");
+    Trace t = read_trace(trace_path());
+    expect_invariants(t);
+    EXPECT_EQ(t.doc["otherData"]["producer"], "coexec record --native");
+    EXPECT_GT(t.doc["otherData"]["sample_period_ns"].get<uint64_t>(), 0u);
+    EXPECT_EQ(t.process_names.at(int(t.cpu_pid)), "CPUs (kernel, sampled)");
+    // The CPU tracks, one per kernel CPU, and slices of both processes: the
+    // main one on both of its threads (3 spinning threads on 2 CPUs or more
+    // each get CPU time), the child found by the scan for descendants.
+    std::set<int> main_tids;
+    double main_ms = 0, child_ms = 0;
+    for (const auto& s : t.slices) {
+        EXPECT_EQ(s.label, "native");
+        EXPECT_LT(s.cpu, int(std::thread::hardware_concurrency()));
+        if (s.pid == main_pid) main_tids.insert(s.tid), main_ms += (s.end - s.start) / 1000.0;
+        if (s.pid == child) child_ms += (s.end - s.start) / 1000.0;
+    }
+    EXPECT_EQ(main_tids.size(), 2u) << t.doc.dump();
+    EXPECT_GT(main_ms, 100.0);
+    EXPECT_GT(child_ms, 50.0);
+    // Plain slices on every CPU the sampler saw, no coexec states.
+    for (const auto& s : t.slices)
+        EXPECT_EQ(s.state, "running");
+}
+
+TEST_F(RecordTest, NativeWatchesARunningProcessUntilItExits) {
+    Background script({kScript, "native"}, {});
+    Outcome o = run_process(
+        {kCli, "record", "--native", "--pid", std::to_string(script.pid()), "-o", trace_path()}, {},
+        60s);
+    ASSERT_EQ(o.status, 0) << o.err;
+    Trace t = read_trace(trace_path());
+    expect_invariants(t);
+    EXPECT_FALSE(t.slices_of(script.pid()).empty()) << t.doc.dump();
+    EXPECT_NE(t.instant("leave", script.pid()), nullptr) << "it exited while watched";
+
+    Outcome gone =
+        run_process({kCli, "record", "--native", "--pid", "999999999", "-o", trace_path()});
+    EXPECT_EQ(gone.status, 2);
+    EXPECT_NE(gone.err.find("no process"), std::string::npos) << gone.err;
+}
+
+TEST_F(RecordTest, NativeNeedsACommand) {
+    Outcome o = run_process({kCli, "record", "--native", "-o", trace_path()});
+    EXPECT_NE(o.status, 0);
+    EXPECT_FALSE(o.signaled);
+    EXPECT_NE(o.err.find("needs a command"), std::string::npos) << o.err;
+}
+
+// ---- coexec top: CPU time per runtime label, shares -------------------------
+
+// The row of `pid` in `coexec top --json`'s processes, or null.
+const json* process_of(const json& top, int pid) {
+    for (const json& p : top["processes"])
+        if (p["pid"] == pid) return &p;
+    return nullptr;
+}
+
+// The cells of the text row starting with `pid` in the last table of
+// `text` that has `header` in its header line.
+std::vector<std::string> row_cells(const std::string& text, const std::string& header, int pid) {
+    std::vector<std::string> cells;
+    std::istringstream in(text);
+    bool in_table = false;
+    for (std::string line; std::getline(in, line);) {
+        if (line.find(header) != std::string::npos) in_table = true;
+        if (line.empty()) in_table = false;
+        std::istringstream words(line);
+        std::string first;
+        if (in_table && words >> first && first == std::to_string(pid)) {
+            cells = {first};
+            for (std::string w; words >> w;)
+                cells.push_back(w);
+        }
+    }
+    return cells;
+}
+
+TEST_F(RecordTest, TopShowsCpuTimePerRuntimeLabelAndBothShares) {
+    // A: 240 ms attached as "openmp", 2 x 50 ms "alpha" tasks, then idle; then B:
+    // 100 ms attached as "pocl", then busy attached as "tbb" while A lives.
+    Background script({kScript, "shares"},
+                      {{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + name()}});
+    const int a = script.pid();
+    json top;
+    int b = 0;
+    for (auto until = std::chrono::steady_clock::now() + 20s;
+         b == 0 && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(20ms);
+        Outcome o = cli({"top", "--once", "--json"});
+        if (o.status != 0) continue;
+        top = json::parse(o.out);
+        for (const json& p : top["processes"])
+            if (p["pid"] != a && p["cpu_time_by_label_ns"]["tbb"].get<uint64_t>() > 0) b = p["pid"];
+    }
+    ASSERT_NE(b, 0) << "B never ran as tbb: " << top.dump(1);
+
+    // B is the only process that runs now: over the refresh interval it gets
+    // every CPU second, while since start A has its share too.
+    Outcome o = cli({"top", "--iterations", "2", "--interval", "0.3"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    const std::string second = o.out.substr(o.out.rfind("coexec top - "));
+    const std::vector<std::string> ra = row_cells(second, "SHARE-NOW", a);
+    const std::vector<std::string> rb = row_cells(second, "SHARE-NOW", b);
+    // PID PROCESS CPUS READY CPU-TIME %CPU SHARE-NOW SHARE HANDOFFS THREADS
+    ASSERT_EQ(ra.size(), 10u) << second;
+    ASSERT_EQ(rb.size(), 10u) << second;
+    EXPECT_EQ(ra[6], "0.0%") << second;
+    EXPECT_EQ(rb[6], "100.0%") << second;
+    const double share_a = std::stod(ra[7]), share_b = std::stod(rb[7]);
+    EXPECT_GT(share_a, 1.0) << second;
+    EXPECT_LT(share_b, 99.0) << second;
+    EXPECT_NEAR(share_a + share_b, 100.0, 0.2) << second;
+    // The runtime table: A ran openmp and other, B tbb and pocl; a used
+    // class shows its time and its share of the process's ("240ms 69.8%").
+    const std::vector<std::string> la = row_cells(second, "OPENMP", a);
+    const std::vector<std::string> lb = row_cells(second, "OPENMP", b);
+    ASSERT_EQ(la.size(), 8u) << second;
+    ASSERT_EQ(lb.size(), 8u) << second;
+    EXPECT_TRUE(la[3].ends_with("%") && la[4] == "-" && la[5] == "-" && la[7].ends_with("%"))
+        << second;
+    EXPECT_TRUE(lb[2] == "-" && lb[4].ends_with("%") && lb[6].ends_with("%") && lb[7] == "-")
+        << second;
+    EXPECT_NEAR(std::stod(la[3]) + std::stod(la[7]), 100.0, 0.2) << second;
+
+    // The same figures in JSON, taken while A stays idle.
+    Outcome j = cli({"top", "--once", "--json"});
+    ASSERT_EQ(j.status, 0) << j.err;
+    top = json::parse(j.out);
+    const json* pa = process_of(top, a);
+    const json* pb = process_of(top, b);
+    ASSERT_TRUE(pa && pb) << top.dump(1);
+    const json& la_ns = (*pa)["cpu_time_by_label_ns"];
+    const json& lb_ns = (*pb)["cpu_time_by_label_ns"];
+    constexpr uint64_t kMs = 1'000'000;
+    // Each thread held a CPU for all of its busy time; A's task workers are
+    // labelled "worker" or "alpha": other.
+    EXPECT_GE(la_ns["openmp"].get<uint64_t>(), 240 * kMs) << la_ns;
+    EXPECT_LT(la_ns["openmp"].get<uint64_t>(), 240 * kMs + 60 * kMs) << la_ns;
+    EXPECT_GE(la_ns["other"].get<uint64_t>(), 2 * 50 * kMs) << la_ns;
+    EXPECT_EQ(la_ns["tbb"], 0) << la_ns;
+    EXPECT_EQ(la_ns["pocl"], 0) << la_ns;
+    EXPECT_EQ(la_ns["openmp"].get<uint64_t>() + la_ns["other"].get<uint64_t>(),
+              (*pa)["cpu_time_ns"].get<uint64_t>());
+    EXPECT_GE(lb_ns["pocl"].get<uint64_t>(), 100 * kMs) << lb_ns;
+    EXPECT_LT(lb_ns["pocl"].get<uint64_t>(), 100 * kMs + 60 * kMs) << lb_ns;
+    EXPECT_GE(lb_ns["tbb"].get<uint64_t>(), 300 * kMs) << lb_ns;
+    EXPECT_EQ(lb_ns["openmp"], 0) << lb_ns;
+    EXPECT_EQ(lb_ns["other"], 0) << lb_ns;
 }
 
 } // namespace

@@ -24,9 +24,9 @@ std::unique_ptr<shm::Segment> zeroed_segment() {
 // Renders every view, as top, ps and info do, and returns the text size.
 size_t render_all(const cli::Snapshot& snap) {
     size_t n = cli::top_title(snap).size();
-    for (const auto& lines :
-         {cli::cpu_table(snap), cli::process_table(snap, &snap, false),
-          cli::process_table(snap, nullptr, true), cli::info_lines(snap, "all")})
+    for (const auto& lines : {cli::cpu_table(snap), cli::process_table(snap, &snap, false),
+                              cli::process_table(snap, nullptr, true), cli::runtime_table(snap),
+                              cli::info_lines(snap, "all")})
         for (const auto& l : lines)
             n += l.size();
     n += cli::top_json(snap).dump().size() + cli::info_json(snap, "all").dump().size();
@@ -49,6 +49,36 @@ TEST(Snapshot, OutOfRangeCpuCountGivesNoCpuRows) {
         EXPECT_EQ(snap.procs[0].cpu_time_ns, 42u); // closed stints only
         EXPECT_GT(render_all(snap), 0u);
     }
+}
+
+// Open stints count under their holder's label class; a holder out of range
+// or a class this version does not know counts as other.
+TEST(Snapshot, LabelTimesAddOpenStintsUnderTheHoldersClass) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 3;
+    s->procs[2].state.store(shm::ProcState::Alive);
+    s->procs[2].cpu_time_ns.store(100);
+    s->procs[2].label_time_ns[int(shm::LabelClass::Tbb)].store(60);
+    s->procs[2].label_time_ns[int(shm::LabelClass::Other)].store(40);
+    s->threads[5].label_class.store(shm::LabelClass::Pocl);
+    s->threads[6].label_class.store(shm::LabelClass(77));
+    const int32_t holders[3] = {5, 6, shm::kMaxThreads};
+    for (int c = 0; c < 3; ++c) {
+        s->cpus[c].stint_proc = 2;
+        s->cpus[c].stint_start_ns = 1; // open since (nearly) boot
+        s->cpus[c].owner_thread.store(holders[c]);
+    }
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    ASSERT_EQ(snap.procs.size(), 1u);
+    const auto& times = snap.procs[0].label_time_ns;
+    const uint64_t open = times[int(shm::LabelClass::Pocl)];
+    EXPECT_GT(open, 0u);
+    EXPECT_EQ(times[int(shm::LabelClass::OpenMP)], 0u);
+    EXPECT_EQ(times[int(shm::LabelClass::Tbb)], 60u);
+    // CPUs 1 and 2: the same open time each (one clock reading), as other.
+    EXPECT_EQ(times[int(shm::LabelClass::Other)], 40 + 2 * open);
+    EXPECT_EQ(snap.procs[0].cpu_time_ns, 100 + 3 * open);
+    EXPECT_GT(render_all(snap), 0u);
 }
 
 TEST(Snapshot, BadOwnersAndUnterminatedNamesStayInBounds) {

@@ -7,6 +7,13 @@
 //          survivor joins with "survivor" tasks, SIGKILLs the victim, and
 //          keeps running until the CPUs have been its own for a while.
 //          Prints "victim <pid>" and "survivor <pid>".
+//   shares A (this process) runs an attached "openmp" thread busy for
+//          240 ms, then 2 "alpha" tasks of 50 ms, and stays a member, idle. Then B (its child)
+//          runs an attached "pocl" thread busy for 100 ms, and an attached
+//          "tbb" thread busy until A dies (or 20 s), for `coexec top`'s
+//          CPU time per runtime label.
+//   native Without coexec: a child process and two threads of this one
+//          spin for 300 ms each. Prints "main <pid>" and "child <pid>".
 #include <nosv.h>
 
 #include <atomic>
@@ -156,11 +163,65 @@ int crash() {
     return 0;
 }
 
+// Busy for `d` in a thread of this process attached to coexec as `label`.
+void attached_spin(const char* label, std::chrono::milliseconds d, pid_t while_parent = 0) {
+    std::thread([&] {
+        nosv_task_t task;
+        check(nosv_attach(&task, nullptr, label, NOSV_ATTACH_NONE), "nosv_attach");
+        const auto until = Clock::now() + d;
+        while (Clock::now() < until && (while_parent == 0 || getppid() == while_parent)) {
+        }
+        check(nosv_detach(NOSV_DETACH_NONE), "nosv_detach");
+    }).join();
+}
+
+int shares() {
+    Signal a_done;
+    std::fflush(stdout);
+    const pid_t a = getpid();
+    const pid_t b = fork();
+    if (b < 0) die("fork");
+    if (b == 0) {
+        a_done.wait();
+        check(nosv_init(), "nosv_init (B)");
+        attached_spin("pocl", 100ms);
+        attached_spin("tbb", 20s, a);
+        check(nosv_shutdown(), "nosv_shutdown (B)");
+        std::_Exit(0);
+    }
+    check(nosv_init(), "nosv_init (A)");
+    attached_spin("openmp", 240ms);
+    run_tasks("alpha", 2, 50ms);
+    a_done.post();
+    waitpid(b, nullptr, 0);
+    check(nosv_shutdown(), "nosv_shutdown (A)");
+    return 0;
+}
+
+int native() {
+    std::fflush(stdout);
+    const pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        spin_for(300ms);
+        std::_Exit(0);
+    }
+    std::printf("main %d\nchild %d\n", int(getpid()), int(child));
+    std::fflush(stdout);
+    std::thread other([] { spin_for(300ms); });
+    spin_for(300ms);
+    other.join();
+    waitpid(child, nullptr, 0);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc == 2 && std::strcmp(argv[1], "order") == 0) return order();
     if (argc == 2 && std::strcmp(argv[1], "crash") == 0) return crash();
-    std::fprintf(stderr, "usage: coexec-trace-script order|crash\n");
+    if (argc == 2 && std::strcmp(argv[1], "shares") == 0) return shares();
+    if (argc == 2 && std::strcmp(argv[1], "native") == 0) return native();
+    std::fprintf(stderr, "usage: coexec-trace-script order|crash|shares|native\n");
     return 2;
 }

@@ -19,6 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         out += l.size();
     for (const auto& l : cli::process_table(second, nullptr, true))
         out += l.size();
+    for (const auto& l : cli::runtime_table(second))
+        out += l.size();
     for (const auto& l : cli::info_lines(second, "all"))
         out += l.size();
     out += cli::top_title(second).size();
