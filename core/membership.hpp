@@ -25,6 +25,11 @@ class Membership {
     // Frees the process slot, its threads and CPUs, and removes the
     // segment's name when this was the last process on it.
     void leave();
+    // At process exit without leave() (threads of a runtime that does not
+    // join them at exit still use coexec): removes the segment's name when
+    // no other process has the segment open. The slot stays; a process that
+    // opens the segment meanwhile reaps it.
+    void drop_name_if_alone() const { mapping_.remove_if_last(); }
 
     shm::Segment& segment() const { return *mapping_.get(); }
     scheduler::SharedScheduler& scheduler() const { return *sched_; }

@@ -91,6 +91,13 @@ int Runtime::init(InitOwner owner, bool quiet) {
                            forget_after_fork();
                        });
     });
+    // A process that exits without its last nosv_shutdown() (PoCL leaves its
+    // workers parked at exit, so its adapter cannot shut down) must not
+    // leave the segment's name in /dev/shm once nobody else uses it. A
+    // static's destructor runs at exit, or when libcoexec is unloaded.
+    static struct AtExit {
+        ~AtExit() { exit_without_shutdown(); }
+    } at_exit;
     std::unique_ptr<Runtime> rt(new Runtime);
     int rc = rt->start(quiet);
     if (rc != NOSV_SUCCESS) return rc;
@@ -121,6 +128,15 @@ int Runtime::shutdown() {
     instance_.store(nullptr, std::memory_order_release);
     delete rt;
     return NOSV_SUCCESS;
+}
+
+void Runtime::exit_without_shutdown() {
+    // A thread inside init or shutdown (which may be joining workers while
+    // another thread exits) is left to finish: waiting for it could hang
+    // the exit, and a shutdown removes the name itself.
+    std::unique_lock guard(init_mutex(), std::try_to_lock);
+    if (!guard) return;
+    if (Runtime* rt = instance_.load(std::memory_order_acquire)) rt->member_.drop_name_if_alone();
 }
 
 int Runtime::start(bool quiet) {

@@ -44,6 +44,9 @@ class Runtime {
     // Ends one init the caller may end, and leaves the instance when the
     // nesting count reaches zero.
     static int shutdown();
+    // At exit (or when libcoexec is unloaded) with no last shutdown: see
+    // Membership::drop_name_if_alone().
+    static void exit_without_shutdown();
     // The runtime, or null before init / after the last shutdown.
     static Runtime* get() { return instance_.load(std::memory_order_acquire); }
 

@@ -149,6 +149,58 @@ TEST(Api, LastProcessOutRemovesTheSegment) {
     EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
 }
 
+// A process that exits without its last nosv_shutdown() (PoCL's workers are
+// still parked at exit, so its adapter cannot shut down) takes the name with
+// it when no other process has the segment open; otherwise the name stays
+// for the others, and the next init reclaims the dead member.
+TEST(Api, AProcessThatExitsWithoutShutdownRemovesTheNameWhenAlone) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + shm::segment_shm_name(seg.options());
+    auto exit_attached = [] {
+        ::unsetenv("COEXEC_DISABLE");
+        if (nosv_init() != NOSV_SUCCESS) return 1;
+        std::atomic<bool> attached{false};
+        std::thread([&] {
+            nosv_task_t task;
+            if (nosv_attach(&task, nullptr, "parked", NOSV_ATTACH_NONE) == NOSV_SUCCESS)
+                attached = true;
+            for (;;)
+                ::pause(); // still attached when the process exits
+        }).detach();
+        while (!attached)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::exit(0); // runs static destructors, unlike the fork helpers' _exit
+    };
+    ASSERT_EQ(test::wait_child(test::fork_child(exit_attached)), 0);
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " left behind";
+
+    // With the segment open here (as `coexec top` holds it), the name stays.
+    int ready[2], go[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    ASSERT_EQ(::pipe(go), 0);
+    pid_t child = test::fork_child([&] {
+        ::unsetenv("COEXEC_DISABLE");
+        if (nosv_init() != NOSV_SUCCESS) return 1;
+        char byte = 'r';
+        if (::write(ready[1], &byte, 1) != 1 || ::read(go[0], &byte, 1) != 1) return 2;
+        std::exit(0);
+    });
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    shm::SegmentError e;
+    shm::SegmentMapping watcher = shm::SegmentMapping::open(seg.options(), e);
+    ASSERT_TRUE(watcher) << e.message;
+    ASSERT_EQ(::write(go[1], "g", 1), 1);
+    for (int fd : {ready[0], ready[1], go[0], go[1]})
+        ::close(fd);
+    ASSERT_EQ(test::wait_child(child), 0);
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while another process had it open";
+    watcher = {};
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS); // reclaims the dead member
+    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " left behind";
+}
+
 TEST(Api, ErrorStringsNameEveryCode) {
     for (int code = NOSV_SUCCESS; code > NOSV_ERR_MAX; --code)
         EXPECT_STRNE(nosv_get_error_string(code), "Error code not recognized") << code;
