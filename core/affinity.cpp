@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 
 namespace coexec::core {
 
@@ -164,9 +163,11 @@ void AffinityRegistry::after_fork_parent() {
 }
 
 void AffinityRegistry::after_fork_child(AffinityRecord* forking) {
-    // The forking thread holds the mutex (before_fork); the child's only
-    // thread starts it afresh rather than unlock a copy of it.
-    new (&mutex_) std::mutex;
+    // The forking thread holds the mutex (before_fork), and it is the
+    // child's only thread: it owns the child's copy and may unlock it. (A
+    // new mutex built over the held one would look, to TSan, like a lock
+    // that is never released and then taken again.)
+    mutex_.unlock();
     // The child is no member of the instance, and its one thread is plain:
     // it runs on the mask it showed, not on the CPU coexec pinned it to.
     if (forking && forking->registered) kernel_set_affinity(0, kernel_bytes(), &forking->mask);
