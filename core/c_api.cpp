@@ -335,6 +335,15 @@ COEXEC_API int coexec_keep_cpu(void) {
     return c.rt->keep_cpu(*c.self);
 }
 
+COEXEC_API int coexec_lend_kept_cpu(void) {
+    RuntimeSection section;
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    ThreadContext* self = this_thread_context();
+    if (!self || !self->current) return NOSV_ERR_OUTSIDE_TASK;
+    return rt->lend_kept_cpu(*self);
+}
+
 COEXEC_API int coexec_block_exit(void) {
     RuntimeSection section;
     Runtime* rt = Runtime::get();

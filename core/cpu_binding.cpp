@@ -64,7 +64,19 @@ void CpuBinding::keep(ThreadContext& self) {
 }
 
 void CpuBinding::lend(ThreadContext& self) {
-    const int32_t c = self.cpu;
+    lend_held(self, std::exchange(self.cpu, kNone));
+    unpin(self);
+}
+
+void CpuBinding::lend_kept(ThreadContext& self) {
+    const int32_t c = std::exchange(self.kept_cpu, kNone);
+    // Ending the period makes the CPU ours again (still Running, as lend
+    // expects); a monitor that took it meanwhile wins instead.
+    if (c == kNone || !sched_.end_keep(self.slot, self.kept_word)) return;
+    lend_held(self, c);
+}
+
+void CpuBinding::lend_held(ThreadContext& self, int32_t c) {
     WakeList wakes;
     int32_t taker;
     {
@@ -72,9 +84,7 @@ void CpuBinding::lend(ThreadContext& self) {
         taker = sched_.lend(c, wakes);
     }
     wakes.flush(sched_.segment());
-    self.cpu = kNone;
     self.lent_cpu = taker == kNone ? c : kNone;
-    unpin(self);
 }
 
 bool CpuBinding::reclaim(ThreadContext& self) {

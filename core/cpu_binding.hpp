@@ -32,6 +32,9 @@ class CpuBinding {
     // The caller lends its CPU: it runs on until someone claims it. Work
     // already queued for it takes it at once.
     void lend(ThreadContext& self);
+    // After keep(): the kept CPU is lent from now on, as by lend(), unless
+    // a monitor took it meanwhile.
+    void lend_kept(ThreadContext& self);
     // After keep() or lend(): true if the CPU is still the caller's (it
     // holds it again, bound), false if it was taken meanwhile.
     bool reclaim(ThreadContext& self);
@@ -49,6 +52,8 @@ class CpuBinding {
     // Runs the calling thread on kernel CPU `system_cpu` only, migrating it
     // there before returning (the system call: see kernel_affinity.hpp).
     static void pin_self(int32_t system_cpu);
+    // Lends `c`, which the caller holds (Running) without running on it.
+    void lend_held(ThreadContext& self, int32_t c);
     bool reclaim_kept(ThreadContext& self);
     bool reclaim_lent(ThreadContext& self);
 

@@ -74,6 +74,7 @@ class Runtime {
     int block_enter(ThreadContext& self);
     int lend_cpu(ThreadContext& self);
     int keep_cpu(ThreadContext& self);
+    int lend_kept_cpu(ThreadContext& self);
     int block_exit(ThreadContext& self);
     bool cpu_wanted(const ThreadContext& self) const;
     // See coexec_spare_cpus().

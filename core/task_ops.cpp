@@ -329,6 +329,14 @@ int Runtime::keep_cpu(ThreadContext& self) {
     return NOSV_SUCCESS;
 }
 
+int Runtime::lend_kept_cpu(ThreadContext& self) {
+    if (self.cpu != kNone || self.current->status.state() != TaskState::Blocked)
+        return NOSV_ERR_INVALID_OPERATION;
+    // Lent, blocked, or a keep already taken: nothing is held back.
+    if (self.kept_cpu != kNone) binding_->lend_kept(self);
+    return NOSV_SUCCESS;
+}
+
 void Runtime::step_out(ThreadContext& self) {
     self.current->status.relabel(TaskState::Blocked);
     workers_.blocked(self);

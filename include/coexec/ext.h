@@ -49,6 +49,17 @@ int coexec_lend_cpu(void);
  * taken. Only from a task; calls do not nest. */
 int coexec_keep_cpu(void);
 
+/* For a thread outside coexec that is about to block in a wait of its own
+ * (a host thread in clFinish, say): a CPU it keeps after coexec_keep_cpu()
+ * is lent from now on, as after coexec_lend_cpu(), so work that waits for a
+ * CPU takes it at once instead of after the keep's grace period. After
+ * coexec_lend_cpu() or coexec_block_enter() there is nothing to do. The
+ * matching coexec_block_exit() is unchanged. Returns NOSV_SUCCESS when the
+ * thread is outside coexec (between one of those three calls and
+ * coexec_block_exit()), NOSV_ERR_INVALID_OPERATION when it holds a CPU, and
+ * NOSV_ERR_OUTSIDE_TASK outside a task. */
+int coexec_lend_kept_cpu(void);
+
 /* Waits for a CPU again after coexec_block_enter(), coexec_lend_cpu() or
  * coexec_keep_cpu() and binds the thread to it. Returns
  * NOSV_ERR_INVALID_OPERATION without a matching enter. */

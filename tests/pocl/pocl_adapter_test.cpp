@@ -259,6 +259,39 @@ TEST(PoclAdapter, TopShowsWorkersLabelledPocl) {
                       << o.out << o.err;
 }
 
+// An OpenMP root in serial code keeps its CPU between regions (the OpenMP
+// adapter's default root policy). While it waits in clFinish it lends that
+// CPU, so that PoCL's workers can use every CPU, as they do natively, rather
+// than only the others until the keep's grace period ends. The trace shows
+// the root's CPU lent.
+TEST(PoclAdapter, AnOpenMPRootInClFinishLendsItsKeptCpu) {
+    if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
+    const fs::path omp_dir = OPENMP_ADAPTER_DIR;
+    if (!fs::exists(omp_dir / "libomp.so.5")) GTEST_SKIP() << "no OpenMP adapter in " << omp_dir;
+    const fs::path trace = Scratch::dir / "regions-and-kernels.json";
+    Command c = coexec_cli(
+        {"record", "-o", trace.string(), "--", POCL_WORKLOAD, "regions-and-kernels", "50"});
+    c.env = workload({}, Mode::Adapter).env;
+    const char* old_path = std::getenv("LD_LIBRARY_PATH");
+    c.env["LD_LIBRARY_PATH"] = omp_dir.string() + (old_path ? std::string(":") + old_path : "");
+    Outcome o = run(c);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_NE(o.out.find("regions-and-kernels rounds=50 ok"), std::string::npos) << o.out;
+    std::ifstream in(trace);
+    auto doc = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << "no trace at " << trace;
+    int root_lends = 0, pocl_slices = 0;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X" || !e.contains("args")) continue;
+        const auto& a = e["args"];
+        pocl_slices += a.value("label", "") == "pocl";
+        root_lends += a.value("label", "") == "openmp" && a.value("state", "") == "lent" &&
+                      a.value("tid", -1) == a.value("pid", -2);
+    }
+    EXPECT_GT(pocl_slices, 0) << "PoCL's workers never held a CPU";
+    EXPECT_GT(root_lends, 0) << "the OpenMP root never lent its CPU while it waited";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {

@@ -440,9 +440,31 @@ void scenario_hold(const PoclDevice& d, const cl::Program& p, const char* stop_f
     std::printf("hold done\n");
 }
 
+// `rounds` of an OpenMP parallel region followed by a short kernel that the
+// main thread waits for in clFinish. Under the OpenMP adapter the main thread
+// is then a root that keeps its CPU between regions, and lends it for each
+// wait (a test reads that from the trace).
+void scenario_regions_and_kernels(const PoclDevice& d, const cl::Program& p, int rounds) {
+    cl::CommandQueue q(d.context, d.device);
+    std::vector<int> host(4096, 1);
+    cl::Buffer b = buffer_from(d, host);
+    cl::Kernel k(p, "spin");
+    k.setArg(0, b), k.setArg(1, 2000);
+    std::atomic<int> members{0};
+    for (int r = 0; r < rounds; ++r) {
+#pragma omp parallel
+        members.fetch_add(1, std::memory_order_relaxed);
+        q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(host.size()));
+        q.finish();
+    }
+    check(members.load() >= rounds, "every region ran");
+    std::printf("regions-and-kernels rounds=%d ok\n", rounds);
+}
+
 int usage() {
     std::fprintf(stderr, "usage: pocl_workload shapes | queues THREADS ITERS | events |\n"
                          "       openmp TASKS | tbb TASKS | identity | hold STOP_FILE |\n"
+                         "       regions-and-kernels ROUNDS |\n"
                          "       attached-queues THREADS ITERS\n");
     return 2;
 }
@@ -450,9 +472,15 @@ int usage() {
 int run(int argc, char** argv) {
     if (argc < 2) return usage();
     const std::string scenario = argv[1];
-    const std::map<std::string, int> arity = {
-        {"shapes", 0}, {"queues", 2},   {"events", 0}, {"openmp", 1},
-        {"tbb", 1},    {"identity", 0}, {"hold", 1},   {"attached-queues", 2}};
+    const std::map<std::string, int> arity = {{"shapes", 0},
+                                              {"queues", 2},
+                                              {"events", 0},
+                                              {"openmp", 1},
+                                              {"tbb", 1},
+                                              {"identity", 0},
+                                              {"hold", 1},
+                                              {"attached-queues", 2},
+                                              {"regions-and-kernels", 1}};
     auto found = arity.find(scenario);
     if (found == arity.end() || argc != 2 + found->second) return usage();
     if (scenario == "attached-queues")
@@ -470,6 +498,8 @@ int run(int argc, char** argv) {
     if (scenario == "openmp") scenario_openmp(d, p, parse_count(argv[2], "TASKS", 100000));
     if (scenario == "tbb") scenario_tbb(d, p, parse_count(argv[2], "TASKS", 100000));
     if (scenario == "hold") scenario_hold(d, p, argv[2]);
+    if (scenario == "regions-and-kernels")
+        scenario_regions_and_kernels(d, p, parse_count(argv[2], "ROUNDS", 100000));
     return 0;
 }
 

@@ -821,6 +821,28 @@ TEST(Api, AThreadThatKeepsItsAffinityRunsUnderItOutsideCoexec) {
     ASSERT_EQ(nosv_shutdown(), 0);
 }
 
+namespace {
+// coexec_keep_cpu(), then coexec_lend_kept_cpu() as a thread about to block
+// does: from then on the kept CPU is lent.
+int keep_then_lend() {
+    if (int rc = coexec_keep_cpu(); rc != NOSV_SUCCESS) return rc;
+    return coexec_lend_kept_cpu();
+}
+} // namespace
+
+// A kept CPU lent for a wait is Lent at once, not after the monitor's grace
+// period, and still comes back cheaply when nobody needed it.
+TEST(Api, AKeptCpuLentForAWaitComesBackWhenNobodyNeedsIt) {
+    expect_parked_cpu_comes_back(keep_then_lend, shm::CpuState::Lent, "keeper");
+}
+
+// Work submitted after a kept CPU was lent runs on it at once (the monitor
+// would take a kept one only after its grace period).
+TEST(Api, AKeptCpuLentForAWaitGoesToWorkThatNeedsIt) {
+    ASSERT_NO_FATAL_FAILURE(
+        expect_parked_cpu_runs_work(keep_then_lend, 20, std::chrono::microseconds(100), "lent"));
+}
+
 // Work submitted while the only CPU is lent runs on it at once; the lender
 // waits for the CPU at coexec_block_exit() and is bound to it again.
 TEST(Api, ALentCpuGoesToWorkThatNeedsIt) {

@@ -71,7 +71,11 @@ bool poll_on_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
 } // namespace
 
 int cond_wait_off_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
-    if (poll_on_cpu(cond, mutex)) return 0;
+    // A thread outside coexec (an OpenMP root in serial code, in clFinish)
+    // holds no CPU to poll on; the one it keeps is lent for the wait at once
+    // (CpuRelease), since the PoCL workers it waits for need it.
+    const bool outside = coexec_lend_kept_cpu() == NOSV_SUCCESS;
+    if (!outside && poll_on_cpu(cond, mutex)) return 0;
     CpuRelease release;
     int rc = real_pthread().cond_wait(cond, mutex);
     release.retake_with_unlocked(mutex);

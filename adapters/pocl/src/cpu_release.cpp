@@ -13,7 +13,12 @@ bool wait_needs_release(const void* caller) {
     return nosv_self() != nullptr && is_pocl(caller_module(caller));
 }
 
-CpuRelease::CpuRelease() : released_(coexec_block_enter() == NOSV_SUCCESS) {}
+CpuRelease::CpuRelease() : released_(coexec_block_enter() == NOSV_SUCCESS) {
+    // Already outside coexec: a CPU kept there (an OpenMP root's, between
+    // regions) would otherwise stay idle until the keep's grace period ends,
+    // while the workers this thread waits for queue for a CPU.
+    if (!released_) coexec_lend_kept_cpu();
+}
 
 CpuRelease::~CpuRelease() {
     retake();

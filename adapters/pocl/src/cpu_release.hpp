@@ -12,7 +12,9 @@ namespace coexec::pocl {
 bool wait_needs_release(const void* caller);
 
 // While alive, the calling coexec thread holds no CPU: the constructor gives
-// it away (coexec_block_enter), the destructor waits for one again.
+// it away (coexec_block_enter), the destructor waits for one again. A thread
+// already outside coexec lends a CPU it keeps (coexec_lend_kept_cpu) and
+// gets it back, if nobody took it, at its own coexec_block_exit().
 class CpuRelease {
   public:
     CpuRelease();
