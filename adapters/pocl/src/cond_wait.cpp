@@ -1,6 +1,7 @@
 #include "cond_wait.hpp"
 
 #include "cpu_release.hpp"
+#include "poll_score.hpp"
 #include "real_pthread.hpp"
 
 #include <coexec/ext.h>
@@ -39,23 +40,36 @@ struct Episode {
     const pthread_cond_t* cond = nullptr;
     long deadline = 0;
     long last_poll_end = 0;
+    bool polled = false; // polled at least once, and the outcome is not known yet
 };
 thread_local Episode episode;
+
+thread_local PollScore poll_score;
 
 // Polls on the CPU instead of sleeping, while nobody else wants the CPU:
 // drops the mutex for a slice, takes it again and returns true, which the
 // caller sees as a spurious wake-up and answers by re-checking its
 // predicate. A command that arrives meanwhile is thus picked up without a
 // kernel sleep or a CPU hand-over. Returns false when the episode's budget is
-// spent or the CPU is wanted; the caller must then really wait.
+// spent, the CPU is wanted, or polling has not paid lately (PollScore); the
+// caller must then really wait.
 bool poll_on_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
     const long budget = poll_budget_ns();
     if (budget == 0) return false;
     long now = now_ns();
     Episode& e = episode;
-    if (e.cond != cond || now - e.last_poll_end > kRecheckNs) e = Episode{cond, now + budget, 0};
+    if (e.cond != cond || now - e.last_poll_end > kRecheckNs) {
+        // The last episode polled, and its caller went on without waiting.
+        if (e.polled) poll_score.won();
+        e = Episode{cond, now + budget, 0, false};
+        if (!poll_score.worth_polling()) {
+            e.cond = nullptr;
+            return false;
+        }
+    }
     if (now >= e.deadline || coexec_cpu_wanted()) {
-        e.cond = nullptr;
+        if (e.polled) poll_score.lost();
+        e = Episode{};
         return false;
     }
     pthread_mutex_unlock(mutex);
@@ -65,6 +79,7 @@ bool poll_on_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
         sched_yield();
     pthread_mutex_lock(mutex);
     e.last_poll_end = now_ns();
+    e.polled = true;
     return true;
 }
 
