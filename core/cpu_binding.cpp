@@ -16,6 +16,7 @@ CpuBinding::CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affi
 
 void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
+    self.last_cpu = cpu;
     const int32_t system_cpu = sched_.segment().cpus[cpu].system_id;
     if (!self.keeps_affinity) {
         sched_.bind_thread(self.slot, cpu); // usually the granter bound us already

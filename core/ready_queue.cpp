@@ -1,5 +1,8 @@
 #include "ready_queue.hpp"
 
+#include "core/thread_context.hpp"
+
+#include <algorithm>
 #include <cassert>
 #include <climits>
 
@@ -24,6 +27,30 @@ nosv_task* ReadyQueue::Fifo::pop() {
     // Empty buckets are kept (their deque storage is reused); skip them.
     for (auto& [priority, q] : by_priority_) {
         if (q.empty()) continue;
+        nosv_task* t = q.front();
+        q.pop_front();
+        --size_;
+        return t;
+    }
+    return nullptr;
+}
+
+nosv_task* ReadyQueue::Fifo::pop_warm(int cpu) {
+    // A thread that runs again where it ran last finds its cache warm and
+    // needs no migration. Looking only a few places past the head bounds
+    // how far FIFO order bends.
+    constexpr size_t kLookahead = 4;
+    for (auto& [priority, q] : by_priority_) {
+        if (q.empty()) continue;
+        const size_t n = std::min(q.size(), kLookahead);
+        for (size_t i = 0; i < n; ++i) {
+            nosv_task* t = q[i];
+            if (t->thread && t->thread->last_cpu == cpu) {
+                q.erase(q.begin() + std::ptrdiff_t(i));
+                --size_;
+                return t;
+            }
+        }
         nosv_task* t = q.front();
         q.pop_front();
         --size_;
@@ -235,7 +262,7 @@ nosv_task* ReadyQueue::pop(int cpu, int numa) {
             }
     }
     if (!best) return nullptr;
-    nosv_task* t = best->fifo->pop();
+    nosv_task* t = best == &local[5] ? any_bound_.pop_warm(cpu) : best->fifo->pop();
     count(best->where, -1);
     if (t->par.active()) take_execution(*best->fifo, t);
     return t;

@@ -71,6 +71,10 @@ class ReadyQueue {
         nosv_task* pop();
         bool empty() const { return size_ == 0; }
         size_t size() const { return size_; }
+        // pop(), but among the first kLookahead tasks of the head's
+        // priority it takes the first whose thread last held logical CPU
+        // `cpu`, if any.
+        nosv_task* pop_warm(int cpu);
         // The head, if it has `priority`; else null.
         nosv_task* pop_at(int priority);
         // The task pop() would return, or null.

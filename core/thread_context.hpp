@@ -16,8 +16,12 @@
 namespace coexec::core {
 
 struct ThreadContext {
-    int32_t slot = shm::kNone;                  // the thread's slot in the segment
-    int32_t cpu = shm::kNone;                   // logical CPU held now
+    int32_t slot = shm::kNone; // the thread's slot in the segment
+    int32_t cpu = shm::kNone;  // logical CPU held now
+    // Logical CPU held last (set at each grant). Read by the queue under its
+    // mutex while the thread waits in the queue: the write came before the
+    // thread queued itself, and the next one comes after it was popped.
+    int32_t last_cpu = shm::kNone;
     int32_t lent_cpu = shm::kNone;              // CPU lent by coexec_lend_cpu, maybe taken since
     int32_t kept_cpu = shm::kNone;              // CPU kept by coexec_keep_cpu, maybe taken since
     scheduler::KeepWord kept_word;              // the keep period of kept_cpu

@@ -79,8 +79,8 @@ TEST_F(QueueTest, LocalWorkBeatsStealingAndPriorityAcrossQueues) {
 }
 
 TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
-    coexec::core::ThreadContext* some_thread =
-        reinterpret_cast<coexec::core::ThreadContext*>(0x1000);
+    coexec::core::ThreadContext thread;
+    coexec::core::ThreadContext* some_thread = &thread;
     tasks[0].thread = some_thread; // a resumed task
     q.push(t(0), {}, false);
     q.push(t(1), {}, false);
@@ -91,6 +91,36 @@ TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
     EXPECT_EQ(q.pop(0, 0), &tasks[0]);
     EXPECT_EQ(q.pop(0, 0), &tasks[1]);
     EXPECT_EQ(q.pop(0, 0), &tasks[2]);
+}
+
+// Among the first few tasks that live on threads, a CPU takes the one whose
+// thread ran there last (warm cache, no migration); other CPUs and tasks
+// further back keep arrival order.
+TEST_F(QueueTest, ACpuPrefersATaskWhoseThreadRanThereLast) {
+    coexec::core::ThreadContext threads[6];
+    for (int i = 0; i < 6; ++i) {
+        threads[i].last_cpu = i == 2 || i == 5 ? 1 : 0;
+        tasks[i].thread = &threads[i];
+        q.push(t(i), {}, false);
+    }
+    EXPECT_EQ(q.pop(1, 0), &tasks[2]) << "the first of the first four that ran on CPU 1";
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(1, 0), &tasks[5]) << "within four of the head now";
+    EXPECT_EQ(q.pop(1, 0), &tasks[1]) << "none ran on CPU 1: the head";
+    EXPECT_EQ(q.pop(0, 0), &tasks[3]);
+    EXPECT_EQ(q.pop(0, 0), &tasks[4]);
+    EXPECT_EQ(q.pop(0, 0), nullptr);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+}
+
+TEST_F(QueueTest, ATaskFourPlacesBackIsNotTakenOutOfOrder) {
+    coexec::core::ThreadContext threads[5];
+    for (int i = 0; i < 5; ++i) {
+        threads[i].last_cpu = i == 4 ? 1 : 0;
+        tasks[i].thread = &threads[i];
+        q.push(t(i), {}, false);
+    }
+    EXPECT_EQ(q.pop(1, 0), &tasks[0]);
 }
 
 TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
