@@ -13,6 +13,7 @@
 using coexec::core::blocked;
 using coexec::core::in_parallel_execution;
 using coexec::core::in_task;
+using coexec::core::of_task;
 using coexec::core::Runtime;
 using coexec::core::RuntimeSection;
 using coexec::core::TaskCall;
@@ -337,20 +338,14 @@ COEXEC_API int coexec_keep_cpu(void) {
 
 COEXEC_API int coexec_lend_kept_cpu(void) {
     RuntimeSection section;
-    Runtime* rt = Runtime::get();
-    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    ThreadContext* self = this_thread_context();
-    if (!self || !self->current) return NOSV_ERR_OUTSIDE_TASK;
-    return rt->lend_kept_cpu(*self);
+    TaskCall c = of_task();
+    return c.error ? c.error : c.rt->lend_kept_cpu(*c.self);
 }
 
 COEXEC_API int coexec_block_exit(void) {
     RuntimeSection section;
-    Runtime* rt = Runtime::get();
-    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    ThreadContext* self = this_thread_context();
-    if (!self || !self->current) return NOSV_ERR_OUTSIDE_TASK;
-    return rt->block_exit(*self);
+    TaskCall c = of_task();
+    return c.error ? c.error : c.rt->block_exit(*c.self);
 }
 
 COEXEC_API int coexec_cpu_wanted(void) {

@@ -25,9 +25,10 @@ inline bool blocked(const ThreadContext* self) {
     return self && self->current && self->cpu == shm::kNone;
 }
 
-// For the calls only a running task may make: NOSV_ERR_NOT_INITIALIZED
-// before nosv_init, NOSV_ERR_OUTSIDE_TASK outside a task or while blocked.
-inline TaskCall in_task() {
+// For the calls a task makes while its thread is outside coexec too
+// (coexec_block_exit, coexec_lend_kept_cpu): NOSV_ERR_NOT_INITIALIZED before
+// nosv_init, NOSV_ERR_OUTSIDE_TASK outside a task.
+inline TaskCall of_task() {
     TaskCall c;
     c.rt = Runtime::get();
     if (!c.rt) {
@@ -35,7 +36,15 @@ inline TaskCall in_task() {
         return c;
     }
     c.self = this_thread_context();
-    if (!c.self || !c.self->current || blocked(c.self)) c.error = NOSV_ERR_OUTSIDE_TASK;
+    if (!c.self || !c.self->current) c.error = NOSV_ERR_OUTSIDE_TASK;
+    return c;
+}
+
+// For the calls only a running task may make: as of_task(), and
+// NOSV_ERR_OUTSIDE_TASK while blocked.
+inline TaskCall in_task() {
+    TaskCall c = of_task();
+    if (!c.error && blocked(c.self)) c.error = NOSV_ERR_OUTSIDE_TASK;
     return c;
 }
 
