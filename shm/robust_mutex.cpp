@@ -26,8 +26,12 @@ bool RobustLock::acquire() {
     std::abort();
 }
 
-void RobustLock::mark_consistent() { pthread_mutex_consistent(&m_); }
+void RobustLock::mark_consistent() {
+    pthread_mutex_consistent(&m_);
+}
 
-RobustLock::~RobustLock() { pthread_mutex_unlock(&m_); }
+RobustLock::~RobustLock() {
+    pthread_mutex_unlock(&m_);
+}
 
 } // namespace coexec::shm

@@ -56,7 +56,8 @@ class runtime {
 class affinity {
   public:
     // No affinity: any CPU.
-    affinity() : raw_(nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED)) {}
+    affinity()
+        : raw_(nosv_affinity_get(0, NOSV_AFFINITY_LEVEL_NONE, NOSV_AFFINITY_TYPE_PREFERRED)) {}
     static affinity cpu(uint32_t system_cpu, bool strict = true) {
         return affinity(nosv_affinity_get(system_cpu, NOSV_AFFINITY_LEVEL_CPU, type(strict)));
     }
@@ -94,13 +95,21 @@ class attach_guard {
 // Scheduling points for the calling task; each throws outside a task.
 namespace this_task {
 // The calling task, or nullptr outside one.
-inline nosv_task_t get() noexcept { return nosv_self(); }
+inline nosv_task_t get() noexcept {
+    return nosv_self();
+}
 // Waits for a submit of the calling task; its CPU goes elsewhere meanwhile.
-inline void pause() { check(nosv_pause(NOSV_PAUSE_NONE), "nosv_pause"); }
+inline void pause() {
+    check(nosv_pause(NOSV_PAUSE_NONE), "nosv_pause");
+}
 // Lets other tasks ready for this CPU run first.
-inline void yield() { check(nosv_yield(NOSV_YIELD_NONE), "nosv_yield"); }
+inline void yield() {
+    check(nosv_yield(NOSV_YIELD_NONE), "nosv_yield");
+}
 // Gives way only if this process's quantum is spent and others wait.
-inline void schedpoint() { check(nosv_schedpoint(NOSV_SCHEDPOINT_NONE), "nosv_schedpoint"); }
+inline void schedpoint() {
+    check(nosv_schedpoint(NOSV_SCHEDPOINT_NONE), "nosv_schedpoint");
+}
 // Sleeps without holding a CPU; returns how long the task was away.
 inline std::chrono::nanoseconds waitfor(std::chrono::nanoseconds d) {
     uint64_t actual = 0;

@@ -23,10 +23,14 @@ struct Control {
 Shared<Control>* g_ctl;
 std::atomic<int> g_in_flight;
 
-void burn(nosv_task_t) { test::Occupancy::spin(1000us); }
+void burn(nosv_task_t) {
+    test::Occupancy::spin(1000us);
+}
 void again(nosv_task_t t) {
-    if ((*g_ctl)->stop.load()) g_in_flight--;
-    else nosv_submit(t, 0);
+    if ((*g_ctl)->stop.load())
+        g_in_flight--;
+    else
+        nosv_submit(t, 0);
 }
 
 // Keeps 2 tasks per CPU in flight until told to stop.
@@ -40,8 +44,10 @@ int cpu_bound_child() {
         nosv_create(&t, type, 0, 0);
         nosv_submit(t, 0);
     }
-    while (g_in_flight.load() > 0) std::this_thread::sleep_for(5ms);
-    for (auto t : tasks) nosv_destroy(t, 0);
+    while (g_in_flight.load() > 0)
+        std::this_thread::sleep_for(5ms);
+    for (auto t : tasks)
+        nosv_destroy(t, 0);
     nosv_type_destroy(type, 0);
     return nosv_shutdown() == 0 ? 0 : 12;
 }
@@ -84,8 +90,8 @@ TEST(Fairness, TwoCpuBoundProcessesShareHalfAndHalf) {
     EXPECT_EQ(test::wait_child(a, 30s), 0);
     EXPECT_EQ(test::wait_child(b, 30s), 0);
     double share_a = da / (da + db);
-    std::printf("CPU time over %.2f s: A %.3f s, B %.3f s; share A %.1f %%\n", double(t1 - t0) / 1e9, da / 1e9,
-                db / 1e9, 100 * share_a);
+    std::printf("CPU time over %.2f s: A %.3f s, B %.3f s; share A %.1f %%\n",
+                double(t1 - t0) / 1e9, da / 1e9, db / 1e9, 100 * share_a);
     EXPECT_GT(da + db, 0.5 * double(t1 - t0)); // the CPUs were really in use
     EXPECT_NEAR(share_a, 0.5, 0.10);
 }

@@ -44,7 +44,8 @@ void Session::start_once() {
     }
     int rc = coexec_init_quiet();
     if (rc != NOSV_SUCCESS) {
-        std::fprintf(stderr, "coexec-pocl: coexec could not start (%s), PoCL keeps its own threads\n",
+        std::fprintf(stderr,
+                     "coexec-pocl: coexec could not start (%s), PoCL keeps its own threads\n",
                      coexec_last_error());
         return;
     }
