@@ -15,8 +15,9 @@ Times (--time; results.csv always holds both):
   steady   (default) the work only: each program prints "Steady seconds: S", the time of
            its solve / training loop without process start, problem set-up, OpenCL
            context and program build (GPT-2: without its first, warm-up step). Processes
-           that run together count as the slowest of them (MPI ranks too); "alone" runs
-           one after the other, so their times add up.
+           that run together (MPI ranks too) start their steady clocks together, at a
+           start gate each program waits at, and count as the slowest of them; "alone"
+           runs one after the other, so their times add up.
   wall     from starting the processes until the last one exits
 
 A program may also print "Result: ..." lines; under the table the runner says whether alone,
@@ -325,13 +326,14 @@ class Environment:
         return None
 
 
-def command(env, job, mode, share, cpus):
-    """argv and environment for one job in one mode."""
+def command(env, job, mode, share, cpus, gate=None):
+    """argv and environment for one job in one mode (`gate`: the start gate's variables)."""
     if job.interpreter:
         argv = [job.interpreter, *job.argv]
     else:
         argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
     extra = dict(job.env)
+    extra.update(gate or {})
     if "libopenblas0-openmp" in job.needs and env.openblas_dir:
         # OpenBLAS's OpenMP build in every mode, whatever the system's libblas.so.3
         # alternative names, as coexec run does for its process.
@@ -441,11 +443,17 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     trace there."""
     procs, outs = [], []
     plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
+    # Processes that run together start their steady clocks together (the programs'
+    # start gate), so one's start-up is not counted in another's steady time.
+    nprocs = sum(max(1, j.mpi_ranks) for j in jobs)
+    gate_dir = tempfile.mkdtemp(prefix="coexec-gate-") if nprocs > 1 else None
+    gate = ({"BENCH_START_GATE": gate_dir, "BENCH_START_GATE_PROCS": str(nprocs)}
+            if gate_dir else {})
     recorder = (start_recorder(env, trace_path, scenario_env, log, mode) if trace_path
                 else None)
     start = time.monotonic()
     for job, (share, cpus) in zip(jobs, plans):
-        argv, extra = command(env, job, mode, share, cpus)
+        argv, extra = command(env, job, mode, share, cpus, gate)
         child_env = dict(os.environ)
         child_env.update(scenario_env)
         child_env.update(extra)
@@ -480,6 +488,8 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
         watchdog.cancel()
     elapsed = time.monotonic() - start
     stop_recorder(recorder, log)
+    if gate_dir:
+        shutil.rmtree(gate_dir, ignore_errors=True)
     if killed:
         status = "timeout"
     steady, printed = [], set()

@@ -1,5 +1,6 @@
 // GPT-2 training benchmark in the style of llm.c's CPU trainer.
 #include "../common/args.hpp"
+#include "../common/start_gate.hpp"
 #include "../common/timer.hpp"
 #include "tokens.hpp"
 #include "train.hpp"
@@ -158,6 +159,8 @@ int run(Options& o) {
     double total = 0.0, steady = 0.0;
     for (int step = 0; step < o.steps; ++step) {
         loader.next(o.same_batch);
+        // Step 0 warms up (unless it is all): the others start together with step 1.
+        if (step == (o.steps == 1 ? 0 : 1)) bench::await_start_gate();
         const double t0 = bench::now();
         float loss = 0.0f;
         if (step == 0 && !o.dump.empty()) {

@@ -1,3 +1,4 @@
+#include "../common/start_gate.hpp"
 #include "../common/timer.hpp"
 #include "cg.hpp"
 
@@ -10,6 +11,7 @@ CgResult solve_forkjoin(const Problem& p, AlignedVec<double>& x, ForkJoinKernels
     const int n = p.a.nrows;
     AlignedVec<double> r(n), pv(n), ap(n);
     CgResult res;
+    bench::await_start_gate();
     const double t0 = bench::now();
     double rtrans = 0.0;
     {

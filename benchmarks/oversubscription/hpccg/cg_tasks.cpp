@@ -1,3 +1,4 @@
+#include "../common/start_gate.hpp"
 #include "../common/timer.hpp"
 #include "cg.hpp"
 
@@ -150,6 +151,7 @@ CgResult solve_tasks(const Problem& p, AlignedVec<double>& x, Kernels& per_task,
                      int max_iter) {
     State s(p, per_task, blocks, x.data());
     CgResult res;
+    bench::await_start_gate();
     const double t0 = bench::now();
     initial_residual(s);
 #pragma omp parallel
