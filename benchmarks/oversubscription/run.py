@@ -4,6 +4,8 @@
 Runs scenarios x modes x repeats, prints progress, then writes results.csv, one PNG per
 figure (gnuplot) and a table of medians with each mode's ratio to the "alone" time (the
 same work done by a single runtime, or by each process on its own, one after the other).
+Each scenario runs in rounds (alone, then every mode, once per round), so a machine whose
+speed drifts weighs on every mode alike.
 
 Modes:
   native   the runtimes as shipped
@@ -532,25 +534,29 @@ def trace_file(args, scenario, mode, rep):
 
 
 def measure(env, args, scenarios, log):
-    total = len(scenarios) * (len(args.modes) + 1) * args.repeats
+    """Runs each scenario in rounds: alone, then each mode, once per round. A shared machine
+    whose speed drifts over minutes then weighs on every mode alike, instead of on whichever
+    mode ran last."""
+    modes = ["alone"] + args.modes
+    total = len(scenarios) * len(modes) * args.repeats
     done = 0
     results = []
     t0 = time.monotonic()
     for sc in scenarios:
-        alone = None
-        for mode in ["alone"] + args.modes:
+        runs = {}
+        for mode in modes:
             why = env.missing(sc, "native" if mode == "alone" else mode)
+            runs[mode] = Result(sc, mode, [], "n/a: " + why if why else "ok")
             if why:
                 done += args.repeats
-                results.append(Result(sc, mode, [], "n/a: " + why))
                 progress(done, total, t0, sc.name, mode, "n/a (" + why + ")")
-                continue
-            times, steadies, printed, status = [], [], set(), "ok"
-            limit = run_limit(args.timeout, alone if mode != "alone" else None)
-            for rep in range(args.repeats):
-                if status != "ok":  # a failed or hung configuration is not retried
-                    done += args.repeats - rep
-                    break
+        for rep in range(args.repeats):
+            for mode in modes:
+                r = runs[mode]
+                if r.status != "ok":  # n/a, or failed or hung before: not retried
+                    done += 0 if r.status.startswith("n/a") else 1
+                    continue
+                limit = run_limit(args.timeout, runs["alone"] if mode != "alone" else None)
                 if mode == "alone":
                     secs, steady, st, out = 0.0, 0.0, "ok", set()
                     for group in sc.alone:
@@ -566,19 +572,17 @@ def measure(env, args, scenarios, log):
                                                      trace)
                 done += 1
                 if st == "ok":
-                    times.append(secs)
-                    steadies.append(steady)
-                    printed |= out
-                elif status == "ok":
-                    status = st
+                    r.times.append(secs)
+                    r.steady.append(steady)
+                    r.printed |= out
+                else:
+                    r.status = st
                 what = st
                 if st == "ok":
                     what = f"{secs:.2f} s" + (f" (steady {steady:.2f} s)" if steady is not None
                                               else " (no steady time)")
                 progress(done, total, t0, sc.name, mode, what)
-            results.append(Result(sc, mode, times, status, steadies, printed))
-            if mode == "alone":
-                alone = results[-1]
+        results.extend(runs[mode] for mode in modes)
     return results
 
 
