@@ -1,7 +1,7 @@
 // The decisions: which process's work gets a CPU, and when. Round-robin
-// between processes by quantum, at scheduling points; the preemption safety
-// net for holders that never reach one. Writes go through cpu_slots.cpp and
-// the pool operations.
+// between processes by quantum, at scheduling points, first to processes
+// short of CPUs; the preemption safety net for holders that never reach
+// one. Writes go through cpu_slots.cpp and the pool operations.
 #include "shared_scheduler.hpp"
 
 #include "shm/clock.hpp"
@@ -15,6 +15,13 @@ using namespace coexec::shm;
 
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
+// Two processes that each run on one of two CPUs, both with more work, are
+// served as fairly by keeping their CPUs as by swapping them every quantum,
+// and a swap costs both their caches and a moment where one process has
+// both CPUs and the other none. So a process that is not short of CPUs
+// waits this many quanta for a CPU, not one. (Two PyTorch processes of two
+// threads: 0.96 of the time with per-quantum swaps, docs/scheduler.md.)
+constexpr uint64_t kShareTurnQuanta = 8;
 } // namespace
 
 // ---- CPUs ------------------------------------------------------------
@@ -58,8 +65,14 @@ bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t no
     return cpu.turn_proc.load(rlx) != self || now - cpu.turn_start_ns.load(rlx) >= quantum_ns();
 }
 
-bool SharedScheduler::turn_over(int32_t cpu, int32_t proc, uint64_t now) const {
-    return turn_expired(s_.cpus[cpu], proc, now);
+bool SharedScheduler::turn_over(int32_t c, int32_t proc, uint64_t now) const {
+    const CpuSlot& cpu = s_.cpus[c];
+    if (!turn_expired(cpu, proc, now)) return false;
+    if (cpu.turn_proc.load(rlx) != proc || now - cpu.turn_start_ns.load(rlx) >= share_turn_ns())
+        return true;
+    const int32_t mine = running_cpus(proc);
+    return any_alive_unlocked(
+        [&](int32_t p) { return p != proc && has_work(p, c) && short_of_cpus(p, c, mine); });
 }
 
 bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {
@@ -68,6 +81,25 @@ bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {
     // else writes it while the holder keeps the CPU Running.
     const uint64_t since = s_.cpus[cpu].since_ns.load(rlx);
     return now > since && now - since >= quantum_ns();
+}
+
+int32_t SharedScheduler::running_cpus(int32_t proc) const {
+    int32_t n = 0;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        n += cpu.state.load(rlx) == CpuState::Running && cpu.owner_proc.load(rlx) == proc;
+    }
+    return n;
+}
+
+bool SharedScheduler::short_of_cpus(int32_t proc, int32_t c, int32_t holder_cpus) const {
+    const ProcSlot& p = s_.procs[proc];
+    if (p.ready_cpu[c].load(rlx) > 0 || p.ready_numa[s_.cpus[c].numa].load(rlx) > 0) return true;
+    return running_cpus(proc) < holder_cpus;
+}
+
+uint64_t SharedScheduler::share_turn_ns() const {
+    return kShareTurnQuanta * quantum_ns();
 }
 
 SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self_ready,
@@ -91,16 +123,30 @@ SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool s
                                                  bool self_ready, uint64_t now, WakeList& wakes) {
     Header& h = s_.header;
     CpuSlot& cpu = s_.cpus[c];
+    // In its share turn, a holder whose process still has work (a preempted
+    // one has: it was running) passes the CPU only to a process short of
+    // CPUs. Keeping it continues the share turn; it does not start one.
+    const bool own_turn = cpu.turn_proc.load(rlx) == self;
+    const bool share_turn = own_turn && now - cpu.turn_start_ns.load(rlx) < share_turn_ns() &&
+                            (!self_may_keep || self_ready || has_work(self, c));
+    const int32_t self_cpus = share_turn ? running_cpus(self) : 0;
+    bool passed_over = false;
     // Round-robin: start after the process whose turn it was.
     int n = h.alive_count;
     int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
     for (int k = 1; k <= n; ++k) {
         int32_t p = h.alive[(start + k) % n];
         if (!(p == self && self_ready) && !has_work(p, c)) continue;
+        if (p != self && share_turn && !short_of_cpus(p, c, self_cpus)) {
+            passed_over = true;
+            continue;
+        }
         if (p == self) {
             if (!self_may_keep) continue;
-            cpu.turn_proc.store(self, rlx);
-            cpu.turn_start_ns.store(now, rlx);
+            if (!passed_over) {
+                cpu.turn_proc.store(self, rlx);
+                cpu.turn_start_ns.store(now, rlx);
+            }
             return Next::Own;
         }
         if (grant_to_pool(c, p, wakes) == kNone) continue;
@@ -121,7 +167,9 @@ int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now)
     // turn is someone else's, since its thread took the CPU).
     uint64_t since =
         cpu.turn_proc.load(rlx) == owner ? cpu.turn_start_ns.load(rlx) : cpu.since_ns.load(rlx);
-    if (now < since || now - since < quantum_ns() + after) return kNone;
+    const uint64_t turn =
+        short_of_cpus(waiter, c, running_cpus(owner)) ? quantum_ns() : share_turn_ns();
+    if (now < since || now - since < turn + after) return kNone;
     // One request per period, whoever asks: the holder needs a moment to
     // reach its handler, and repeated signals would only interrupt it again.
     uint64_t asked = cpu.preempt_asked_ns.load(rlx);

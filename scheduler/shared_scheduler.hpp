@@ -161,8 +161,10 @@ class SharedScheduler {
     // unheld CPUs (shm::is_unheld, Lent ones included: they can be claimed)
     // less the ready work of every process; negative when work waits.
     int32_t spare_cpus() const;
-    // Whether `proc`'s turn on `cpu` is over (another process's turn, or
-    // its quantum is spent at `now`). A stale read only delays a switch.
+    // Whether `proc`'s turn on `cpu` is over at `now`, so that decide()
+    // would pass the CPU on: another process's turn, or its quantum spent
+    // and either its share turn spent too or a process short of CPUs
+    // waiting for `cpu`. A stale read only delays a switch.
     bool turn_over(int32_t cpu, int32_t proc, uint64_t now) const;
     // By the holder of Running `cpu`: whether it has held the CPU for a
     // quantum at `now` (since it was granted or handed the CPU). Within a
@@ -175,16 +177,20 @@ class SharedScheduler {
     // Locked. Round-robin by quantum: the holder's process keeps the CPU
     // while its quantum lasts and it has work; otherwise the next process
     // (in slot order) with work and a pool thread gets it (Other, granted
-    // and queued in `wakes`). `self_ready`: the holder itself has work that
-    // is not queued yet (a yielding task).
+    // and queued in `wakes`). A process that already runs on as many CPUs
+    // as the holder's, and whose work could run there, waits for the end
+    // of the holder's share turn (kShareTurnQuanta quanta) instead.
+    // `self_ready`: the holder itself has work that is not queued yet (a
+    // yielding task).
     Next decide(int32_t cpu, int32_t self, bool self_ready, WakeList& wakes);
     // Locked. The holder `thread` of `cpu`, of process `self`, is preempted:
     // the next other process in round-robin order with work for `cpu` and a
-    // pool thread gets it, and `thread` waits for a CPU. False (and nothing
-    // changes) if none can take it.
+    // pool thread gets it (as decide() would choose), and `thread` waits
+    // for a CPU. False (and nothing changes) if none can take it.
     bool give_way(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes);
     // Lock-free, for the preemption safety net. The thread slot to signal
-    // when another process holds `cpu` past its quantum plus
+    // when another process holds `cpu` past the turn decide() would give it
+    // (a quantum, or a share turn if `waiter` runs on as many CPUs) plus
     // SegmentConfig::preempt_after_ns while `waiter` has work for it, or
     // kNone. Returns a given CPU's holder at most once per that period.
     int32_t overdue_holder(int32_t cpu, int32_t waiter, uint64_t now);
@@ -343,6 +349,16 @@ class SharedScheduler {
 
     // policy.cpp
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
+    // How many CPUs run `proc`'s threads (Running slots it owns). Exact under
+    // the lock; a hint without it.
+    int32_t running_cpus(int32_t proc) const;
+    // Whether `proc`, with work for `cpu`, is short of CPUs next to a holder
+    // process running on `holder_cpus`: it runs on fewer, or its work is
+    // bound to `cpu` (or to its NUMA node) and cannot use the CPUs it has.
+    bool short_of_cpus(int32_t proc, int32_t cpu, int32_t holder_cpus) const;
+    // How long a holder keeps `cpu` from processes that are not short of
+    // CPUs: kShareTurnQuanta quanta from the start of its turn.
+    uint64_t share_turn_ns() const;
     Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, bool self_ready, uint64_t now,
                    WakeList& wakes);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);

@@ -49,6 +49,12 @@ class SchedulerTest : public ::testing::Test {
         test::wait_child(child);
         return child;
     }
+    // Another pool thread for process `p`.
+    void add_pool_thread(int32_t p) {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        sched_->pool_push(sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked));
+    }
     void add_ready(int32_t p, int n = 1) {
         map_->procs[p].ready_total += n;
         map_->procs[p].ready_any += n;
@@ -130,6 +136,84 @@ TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
     EXPECT_EQ(sched_->decide(0, a, true, w), SharedScheduler::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+}
+
+// Two processes that each run on one CPU and both have more work keep their
+// CPUs through the share turn (8 quanta) instead of swapping them every
+// quantum; then the turn passes as before.
+TEST_F(SchedulerTest, AProcessOnAsManyCpusWaitsForTheShareTurn) {
+    int32_t a = add_process(), b = add_process();
+    add_pool_thread(b);
+    grant_cpu(a, 0);
+    grant_cpu(b, 1);
+    add_ready(a);
+    add_ready(b);
+    WakeList w;
+    auto lock = sched_->lock(w);
+    const uint64_t began = now_ns() - 2'000'000'000ULL; // 2 quanta ago
+    seg().cpus[0].turn_start_ns.store(began);
+    EXPECT_FALSE(sched_->turn_over(0, a, now_ns())); // a schedpoint need not yield
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Own);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), a);
+    EXPECT_EQ(seg().cpus[0].turn_start_ns.load(), began); // the share turn goes on
+    seg().cpus[0].turn_start_ns.store(now_ns() - 9'000'000'000ULL);
+    EXPECT_TRUE(sched_->turn_over(0, a, now_ns()));
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+}
+
+TEST_F(SchedulerTest, AProcessShortOfCpusGetsOneAfterAQuantum) {
+    int32_t a = add_process(), b = add_process();
+    add_pool_thread(a);
+    grant_cpu(a, 0);
+    grant_cpu(a, 1);
+    add_ready(a);
+    add_ready(b);
+    WakeList w;
+    auto lock = sched_->lock(w);
+    seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
+    EXPECT_TRUE(sched_->turn_over(0, a, now_ns()));
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+}
+
+// B's work is bound to CPU 0: the CPU B runs on does not serve it.
+TEST_F(SchedulerTest, WorkBoundToTheCpuIsNotPassedOver) {
+    int32_t a = add_process(), b = add_process();
+    add_pool_thread(b);
+    grant_cpu(a, 0);
+    grant_cpu(b, 1);
+    add_ready(a);
+    map_->procs[b].ready_total += 1;
+    map_->procs[b].ready_cpu[0] += 1;
+    WakeList w;
+    auto lock = sched_->lock(w);
+    seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+}
+
+// The safety net asks a holder to give way only once decide() would have
+// passed its CPU on: after a quantum for a process short of CPUs, after the
+// share turn for one that is not.
+TEST_F(SchedulerTest, PreemptionWaitsForTheShareTurnOfAWaiterThatHasItsShare) {
+    int32_t a = add_process(), b = add_process();
+    add_pool_thread(b);
+    const int32_t holder = grant_cpu(a, 0);
+    grant_cpu(b, 1);
+    add_ready(b);
+    seg().procs[a].preemptible.store(1);
+    seg().header.config.preempt_after_ns = 1'000'000'000;
+    const uint64_t now = now_ns();
+    seg().cpus[0].turn_start_ns.store(now - 3'000'000'000ULL); // quantum + 2 s
+    EXPECT_EQ(sched_->overdue_holder(0, b, now), kNone);
+    seg().cpus[0].turn_start_ns.store(now - 10'000'000'000ULL); // share turn + 2 s
+    EXPECT_EQ(sched_->overdue_holder(0, b, now), holder);
+    // Once B runs on no CPU, a quantum is its wait.
+    seg().cpus[1].state.store(CpuState::Free);
+    seg().cpus[0].preempt_asked_ns.store(0);
+    seg().cpus[0].turn_start_ns.store(now - 3'000'000'000ULL);
+    EXPECT_EQ(sched_->overdue_holder(0, b, now), holder);
 }
 
 TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
