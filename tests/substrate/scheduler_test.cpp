@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <thread>
+#include <tuple>
 
 using namespace coexec;
 using namespace coexec::scheduler;
@@ -48,6 +49,15 @@ class SchedulerTest : public ::testing::Test {
         pid_t child = test::fork_child([] { return 0; });
         test::wait_child(child);
         return child;
+    }
+    // Processes A and B running on CPU 0 and CPU 1, B with a spare pool
+    // thread to take a second CPU; returns {A, B, A's thread on CPU 0}.
+    std::tuple<int32_t, int32_t, int32_t> one_cpu_each() {
+        const int32_t a = add_process(), b = add_process();
+        add_pool_thread(b);
+        const int32_t on_cpu0 = grant_cpu(a, 0);
+        grant_cpu(b, 1);
+        return {a, b, on_cpu0};
     }
     // Another pool thread for process `p`.
     void add_pool_thread(int32_t p) {
@@ -142,10 +152,7 @@ TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
 // CPUs through the share turn (8 quanta) instead of swapping them every
 // quantum; then the turn passes as before.
 TEST_F(SchedulerTest, AProcessOnAsManyCpusWaitsForTheShareTurn) {
-    int32_t a = add_process(), b = add_process();
-    add_pool_thread(b);
-    grant_cpu(a, 0);
-    grant_cpu(b, 1);
+    const auto [a, b, on_cpu0] = one_cpu_each();
     add_ready(a);
     add_ready(b);
     WakeList w;
@@ -179,10 +186,7 @@ TEST_F(SchedulerTest, AProcessShortOfCpusGetsOneAfterAQuantum) {
 
 // B's work is bound to CPU 0: the CPU B runs on does not serve it.
 TEST_F(SchedulerTest, WorkBoundToTheCpuIsNotPassedOver) {
-    int32_t a = add_process(), b = add_process();
-    add_pool_thread(b);
-    grant_cpu(a, 0);
-    grant_cpu(b, 1);
+    const auto [a, b, on_cpu0] = one_cpu_each();
     add_ready(a);
     map_->procs[b].ready_total += 1;
     map_->procs[b].ready_cpu[0] += 1;
@@ -197,10 +201,7 @@ TEST_F(SchedulerTest, WorkBoundToTheCpuIsNotPassedOver) {
 // passed its CPU on: after a quantum for a process short of CPUs, after the
 // share turn for one that is not.
 TEST_F(SchedulerTest, PreemptionWaitsForTheShareTurnOfAWaiterThatHasItsShare) {
-    int32_t a = add_process(), b = add_process();
-    add_pool_thread(b);
-    const int32_t holder = grant_cpu(a, 0);
-    grant_cpu(b, 1);
+    const auto [a, b, holder] = one_cpu_each();
     add_ready(b);
     seg().procs[a].preemptible.store(1);
     seg().header.config.preempt_after_ns = 1'000'000'000;
