@@ -146,6 +146,7 @@ int AffinityRegistry::remember(AffinityRecord& rec, const cpu_set_t& mask, bool 
         if (int err = kernel_set_affinity(0, kernel_bytes(), &mask)) return err;
         rec.mask = mask;
         rec.dirty.store(false, std::memory_order_relaxed);
+        rec.applied_outside = true;
         return 0;
     }
     rec.mask = mask;

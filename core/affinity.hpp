@@ -35,6 +35,10 @@ struct AffinityRecord {
     // time it leaves its CPU. Written under the mutex; read by the owner
     // without it (see AffinityRegistry::leave_cpu).
     std::atomic<bool> dirty{false};
+    // The thread applied a mask of its own to the kernel while outside
+    // coexec (AffinityRegistry::remember with `apply`), which undid coexec's
+    // binding of it. Only the thread itself reads and writes it.
+    bool applied_outside = false;
     bool registered = false;
 };
 

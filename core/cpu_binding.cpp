@@ -49,7 +49,6 @@ void CpuBinding::pin_self(int32_t system_cpu) {
 
 void CpuBinding::forget(ThreadContext& self) {
     sched_.forget_binding(self.slot);
-    unpin(self);
 }
 
 void CpuBinding::unpin(ThreadContext& self) {

@@ -19,8 +19,8 @@ class CpuBinding {
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere.
     void bind_to(ThreadContext& self, int32_t cpu);
-    // The thread may change its own affinity now (it leaves coexec's
-    // view): the next bind_to() sets the kernel affinity, whatever it was.
+    // The thread set a kernel mask of its own while outside coexec: the
+    // next grant binds it again, even to the CPU it had.
     void forget(ThreadContext& self);
     // Before a thread that keeps its affinity runs code of its own: undoes
     // what bind_to() pinned, and applies a mask set while it held its CPU.

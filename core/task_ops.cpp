@@ -296,9 +296,11 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
 int Runtime::block_enter(ThreadContext& self) {
     if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     step_out(self);
-    // Outside coexec the thread may change its own affinity: bind again on
-    // the next grant. A mask it sets itself meanwhile goes to the kernel.
-    binding_->forget(self);
+    // Outside coexec a mask the thread sets itself goes to the kernel
+    // (block_exit then forgets the binding). Until it does, the thread stays
+    // bound to this CPU, so a grant of the same CPU needs no system call,
+    // and the CPU is the one it asks for first when it comes back.
+    binding_->unpin(self);
     self.own_affinity_applies = true;
     WakeList wakes;
     leave_cpu(self, Leaving::Block, wakes);
@@ -347,6 +349,7 @@ int Runtime::block_exit(ThreadContext& self) {
     if (t->status.state() != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
     // Back in coexec, which binds the thread: a mask it sets is remembered.
     self.own_affinity_applies = false;
+    if (std::exchange(self.affinity.applied_outside, false)) binding_->forget(self);
     // The cheap way back: no hand-off, no wake-up.
     if (binding_->reclaim(self)) {
         workers_.unblocked(self);

@@ -403,6 +403,45 @@ TEST(Affinity, OutsideCoexecAThreadsOwnSetReachesTheKernel) {
     EXPECT_TRUE(CPU_EQUAL(&kernel, &joined.all()));
 }
 
+// A thread stays bound to its CPU through coexec_block_enter/_exit unless it
+// sets a mask of its own meanwhile, so it asks for that CPU first when it
+// comes back. Two threads each hold a CPU; the one on the lower CPU leaves,
+// so both are free when the other comes back: only its binding can make it
+// pick its own over the lower one.
+TEST(Affinity, BackFromABlockingCallAThreadGetsItsOwnFreeCpu) {
+    Joined joined;
+    if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
+    std::atomic<int> cpus[2] = {-1, -1};
+    std::atomic<bool> lower_left{false};
+    std::atomic<int> before{-1}, after{-1};
+    auto player = [&](int me) {
+        nosv_task_t t;
+        ASSERT_EQ(nosv_attach(&t, nullptr, "player", NOSV_ATTACH_NONE), 0);
+        cpus[me].store(nosv_get_current_logical_cpu());
+        while (cpus[1 - me].load() < 0)
+            std::this_thread::yield();
+        if (cpus[me].load() < cpus[1 - me].load()) {
+            ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+            lower_left.store(true);
+            return;
+        }
+        while (!lower_left.load())
+            std::this_thread::yield();
+        before.store(nosv_get_current_logical_cpu());
+        ASSERT_EQ(coexec_block_enter(), 0);
+        ASSERT_EQ(coexec_block_exit(), 0);
+        after.store(nosv_get_current_logical_cpu());
+        expect_pinned_to_held_cpu();
+        ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+    };
+    std::thread a(player, 0), b(player, 1);
+    a.join();
+    b.join();
+    ASSERT_NE(cpus[0].load(), cpus[1].load());
+    EXPECT_GE(before.load(), 0);
+    EXPECT_EQ(after.load(), before.load());
+}
+
 TEST(Affinity, AThreadThatKeepsItsAffinityGetsASetWhenItLeavesItsCpu) {
     Joined joined;
     if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
