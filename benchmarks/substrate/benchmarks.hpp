@@ -38,6 +38,11 @@ Outcome measure_attach_detach(const Options& options);
 // plain watcher thread of its process submits it when the turn comes back.
 Outcome measure_cross_process_pause(const Options& options);
 
+// The same players, but each pauses only once the other is submitted: mean
+// nanoseconds from one player's nosv_pause call to the other's return from
+// nosv_pause, the substrate's own cross-process hand-off.
+Outcome measure_cross_process_ready(const Options& options);
+
 // The same ping-pong where each player waits for its turn with nosv_yield():
 // nanoseconds per turn, which is the quantum (--quantum-ns) when the switch
 // itself is faster.
@@ -49,6 +54,11 @@ Outcome measure_os_threads(const Options& options);
 
 // OS floor for the cross-process hand-off: the same with two processes.
 Outcome measure_os_processes(const Options& options);
+
+// OS floor for the cross-process benchmark's relay: the same two processes,
+// but each player sleeps on a word of its own and a plain watcher thread of
+// its process wakes it when the turn comes, as in the coexec benchmark.
+Outcome measure_os_relay(const Options& options);
 
 // Runs `body` (which pushes one sample per measured repeat) in one forked
 // child and collects its samples; used by the single-process benchmarks.

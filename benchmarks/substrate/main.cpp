@@ -22,8 +22,9 @@ const Entry kEntries[] = {
     {{"handoff", "same-CPU pause/submit hand-off", false}, measure_same_cpu_handoff},
     {{"os-threads", "  OS floor: futex ping-pong, 2 threads/1 CPU", false}, measure_os_threads},
     {{"attach", "attach+detach (plain pthread)", false}, measure_attach_detach},
-    {{"xproc", "cross-process hand-off (pause + remote submit)", false},
-     measure_cross_process_pause},
+    {{"xproc", "cross-process relay (pause + remote submit)", false}, measure_cross_process_pause},
+    {{"os-relay", "  OS floor with the same watcher relay", false}, measure_os_relay},
+    {{"xready", "cross-process hand-off, partner ready", false}, measure_cross_process_ready},
     {{"os-procs", "  OS floor: futex ping-pong, 2 procs/1 CPU", false}, measure_os_processes},
     {{"xyield", "cross-process yield turn (= quantum)", false}, measure_cross_process_yield},
 };

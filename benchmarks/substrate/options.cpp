@@ -11,9 +11,9 @@
 namespace coexec::bench {
 
 const std::vector<std::string>& benchmark_names() {
-    static const std::vector<std::string> names{"throughput", "submit-only", "handoff",
-                                                "os-threads", "attach",      "xproc",
-                                                "os-procs",   "xyield"};
+    static const std::vector<std::string> names{
+        "throughput", "submit-only", "handoff", "os-threads", "attach",
+        "xproc",      "os-relay",    "xready",  "os-procs",   "xyield"};
     return names;
 }
 

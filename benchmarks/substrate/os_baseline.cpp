@@ -50,6 +50,35 @@ void play(Court& court, int me, int cpu, int64_t per_repeat, int64_t passes) {
     }
 }
 
+// One relay player: like play(), but it sleeps on a word of its own process
+// between passes, and a plain watcher thread of the process (not pinned)
+// sleeps on the counter and wakes it when its turn comes: the relay the
+// coexec cross-process benchmark uses, with the kernel in coexec's place.
+void relay_play(Court& court, int me, int cpu, int64_t per_repeat, int64_t passes) {
+    std::atomic<uint32_t> released{0}; // turns the watcher has released so far
+    std::thread watcher([&] {
+        for (int64_t k = 0; k < passes; ++k) {
+            futex_await_turn(court, uint32_t(2 * k + me));
+            released.store(uint32_t(k + 1), std::memory_order_release);
+            futex_wake_all(released);
+        }
+    });
+    pin_calling_thread(cpu);
+    PassClock clock(per_repeat, court.samples);
+    for (int64_t k = 0; k < passes; ++k) {
+        // Acquire pairs with the watcher's release store.
+        for (uint32_t seen; (seen = released.load(std::memory_order_acquire)) <= uint32_t(k);)
+            futex_wait_while(released, seen);
+        const uint32_t turn = uint32_t(2 * k + me);
+        if (court.turn.load(std::memory_order_acquire) != turn || ::sched_getcpu() != cpu)
+            court.wrong_cpu.fetch_add(1, std::memory_order_relaxed);
+        if (me == 0) clock.on_pass(k);
+        court.turn.store(turn + 1, std::memory_order_release);
+        futex_wake_all(court.turn);
+    }
+    watcher.join();
+}
+
 Outcome collect(const Court& court, std::string error) {
     if (error.empty() && court.wrong_cpu.load(std::memory_order_relaxed) != 0)
         error = "pinned players ran off their CPU";
@@ -84,6 +113,23 @@ Outcome measure_os_processes(const Options& options) {
     for (int me = 0; me < 2; ++me)
         players.spawn([&, me] {
             play(*court, me, cpu, options.round_trips, passes);
+            return 0;
+        });
+    return collect(*court, players.wait_all(std::chrono::seconds(options.timeout_s)));
+}
+
+} // namespace coexec::bench
+
+namespace coexec::bench {
+
+Outcome measure_os_relay(const Options& options) {
+    SharedObject<Court> court;
+    ChildGroup players;
+    const int cpu = pinned_cpu(options);
+    const int64_t passes = pass_count(options, options.round_trips);
+    for (int me = 0; me < 2; ++me)
+        players.spawn([&, me] {
+            relay_play(*court, me, cpu, options.round_trips, passes);
             return 0;
         });
     return collect(*court, players.wait_all(std::chrono::seconds(options.timeout_s)));
