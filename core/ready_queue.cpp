@@ -283,6 +283,12 @@ size_t ReadyQueue::pop_batch(int cpu, int numa, nosv_task** out, size_t max) {
     return n;
 }
 
+bool ReadyQueue::remove(nosv_task* task, const Placement& where) {
+    if (!fifo_for(task, where).erase(task)) return false;
+    count(where, -1);
+    return true;
+}
+
 void ReadyQueue::unpop(nosv_task* const* tasks, size_t n) {
     for (size_t i = n; i-- > 0;)
         push(tasks[i], {}, true);

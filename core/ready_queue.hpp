@@ -43,6 +43,9 @@ class ReadyQueue {
     size_t pop_batch(int cpu, int numa, nosv_task** out, size_t max);
     // Puts tasks taken by pop_batch back in front, in their order.
     void unpop(nosv_task* const* tasks, size_t n);
+    // Takes `task`, queued by push() with `where`, out of the queue; false
+    // when it is not there.
+    bool remove(nosv_task* task, const scheduler::Placement& where);
     // Highest priority ready for `cpu`, or INT_MIN.
     int top_priority(int cpu, int numa);
     // Counts an item that is ready but held outside the queue (IMMEDIATE).

@@ -161,6 +161,16 @@ class Runtime {
     void ready_submitted(nosv_task* task, bool front);
     void make_ready_parallel(nosv_task* task);
     void flush_held(ThreadContext& self);
+    // Under queue_mutex_. Whether the caller, who popped `t`, may hand it on:
+    // false when a direct grant reached the task's thread first.
+    bool claimed_by_us(nosv_task* t);
+    // Under queue_mutex_. Queues a task that lives on its own thread; as the
+    // only ready item of the process, it lets another process's grant reach
+    // the thread directly (SharedScheduler::open_receiver()).
+    void queue_own_task(nosv_task* task, const scheduler::Placement& where, bool front);
+    // After a grant: a direct one leaves the thread's own task queued; take
+    // it out.
+    void withdraw_if_granted(ThreadContext& self);
     // The next task for a free worker: its batch, else the queue (refilling
     // the batch when the queue is long).
     nosv_task* next_for_worker(ThreadContext& self);

@@ -40,7 +40,38 @@ scheduler::Placement Runtime::placement_of(const nosv_affinity_t& a) const {
 nosv_task* Runtime::pop_own(int cpu) {
     if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_mutex_);
-    return queue_->pop(cpu, numa_of_cpu(cpu));
+    for (;;) {
+        nosv_task* t = queue_->pop(cpu, numa_of_cpu(cpu));
+        if (!t || claimed_by_us(t)) return t;
+    }
+}
+
+bool Runtime::claimed_by_us(nosv_task* t) {
+    // Under queue_mutex_, so the task's thread cannot be taking it out
+    // meanwhile (withdraw_if_granted()).
+    return !t->thread || sched().take_queued(t->thread->slot);
+}
+
+void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front) {
+    queue_->push(task, where, front);
+    // Still under queue_mutex_: the task cannot be popped, run and freed yet.
+    if (where.kind == Placement::Kind::Numa) return; // the pool thread sorts these
+    // Not the only item: claim_receiver() would pass the thread over (queue
+    // order); spare the stores to the segment.
+    if (segment()->procs[proc()].ready_total.load(rlx) != 1) return;
+    sched().open_receiver(proc(), task->thread->slot,
+                          where.kind == Placement::Kind::Cpu ? where.index : kNone);
+}
+
+void Runtime::withdraw_if_granted(ThreadContext& self) {
+    if (!self.current || !sched().receive_claimed(self.slot)) return;
+    std::lock_guard guard(queue_mutex_);
+    // Under queue_mutex_: a popper that took the task first closed the word.
+    if (sched().granted_directly(self.slot)) {
+        [[maybe_unused]] const bool removed =
+            queue_->remove(self.current, placement_of(self.current->affinity));
+        assert(removed);
+    }
 }
 
 bool Runtime::holds(const ThreadContext& self, int32_t cpu) const {
@@ -54,8 +85,10 @@ nosv_task* Runtime::next_for_worker(ThreadContext& self) {
     if (self.has_batch()) return self.batch[self.batch_next++];
     if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_mutex_);
-    size_t n =
-        queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
+    size_t n;
+    do { // a task on its own thread comes alone (pop_batch)
+        n = queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
+    } while (n == 1 && !claimed_by_us(self.batch[0]));
     self.batch_next = n ? 1 : 0;
     self.batch_end = n;
     return n ? self.batch[0] : nullptr;
@@ -84,7 +117,10 @@ void Runtime::make_ready(nosv_task* task, bool front) {
         queue_->push_unplaced(task); // lock-free: workers popping never delay a submit
     } else {
         std::lock_guard guard(queue_mutex_);
-        queue_->push(task, where, front);
+        if (task->thread)
+            queue_own_task(task, where, front);
+        else
+            queue_->push(task, where, front);
     }
     kick(where);
 }
@@ -99,7 +135,7 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
             // Queued under the segment lock: a CPU going idle (which takes
             // that lock) sees this work.
             std::lock_guard guard(queue_mutex_);
-            queue_->push(task, where, front);
+            queue_own_task(task, where, front);
         }
     }
     ThreadContext* self = this_thread_context();
@@ -132,6 +168,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
         uint32_t seq = th.word.load(std::memory_order_acquire);
         if (int32_t cpu = sched().take_grant(self.slot); cpu != kNone) {
             assert(holds(self, cpu));
+            withdraw_if_granted(self);
             binding_->bind_to(self, cpu);
             return cpu;
         }

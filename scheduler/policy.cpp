@@ -179,7 +179,11 @@ int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now)
 }
 
 int32_t SharedScheduler::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {
-    int32_t t = pool_pop(proc);
+    // A thread waiting for this CPU for its own task, and nothing else ready
+    // in its process: one wake-up, where a pool thread would pop the task
+    // and wake the thread (two, and a context switch more).
+    int32_t t = claim_receiver(c, proc);
+    if (t == kNone) t = pool_pop(proc);
     if (t == kNone) return kNone;
     start_turn(c, proc, now_ns());
     grant(c, t, wakes);

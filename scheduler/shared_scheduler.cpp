@@ -2,6 +2,8 @@
 // which of its threads may receive a CPU. Also formatting and repair.
 #include "shared_scheduler.hpp"
 
+#include "receive_word.hpp"
+
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 #include "shm/liveness.hpp"
@@ -113,6 +115,7 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
             l.store(0, rlx);
         slot.handoffs.store(0, rlx);
         slot.alive_ns.store(now_ns(), rlx);
+        slot.receiver.store(kNone, rlx);
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);
         h.alive[h.alive_count++] = p;
@@ -168,6 +171,53 @@ bool SharedScheduler::claim_reap(uint64_t now, uint64_t interval_ns) {
     // moves the mark and reaps; the others neither reap nor take the lock
     // for it. (`now` may predate a mark another process just set.)
     return now >= seen && now - seen >= interval_ns && mark.compare_exchange_strong(seen, now, rlx);
+}
+
+void SharedScheduler::open_receiver(int32_t proc, int32_t t, int32_t cpu) {
+    // Release: a granter that reads the open word (acquire) also sees the
+    // thread slot as its process left it; the task is queued already.
+    s_.threads[t].receive.store(ReceiveWord::open_for(cpu).bits(), std::memory_order_release);
+    s_.procs[proc].receiver.store(t, rlx);
+}
+
+bool SharedScheduler::take_queued(int32_t t) {
+    // acq_rel: either our exchange comes first (a granter's compare-exchange
+    // then fails) or the granter's claim does and we see it.
+    return !ReceiveWord(
+                s_.threads[t].receive.exchange(ReceiveWord::kClosed, std::memory_order_acq_rel))
+                .claimed();
+}
+
+bool SharedScheduler::granted_directly(int32_t t) {
+    return ReceiveWord(
+               s_.threads[t].receive.exchange(ReceiveWord::kClosed, std::memory_order_acq_rel))
+        .claimed();
+}
+
+bool SharedScheduler::receive_claimed(int32_t t) const {
+    return ReceiveWord(s_.threads[t].receive.load(rlx)).claimed();
+}
+
+int32_t SharedScheduler::claim_receiver(int32_t c, int32_t proc) {
+    std::atomic<int32_t>& hint = s_.procs[proc].receiver;
+    const int32_t t = hint.load(rlx);
+    if (t < 0 || t >= s_.header.threads_used || s_.threads[t].proc != proc) return kNone;
+    // Only while the thread's task is still the process's only ready item:
+    // anything queued since (a preempted task, which must get its CPU back
+    // first; work of a higher priority) is the process's pool thread's to
+    // order. A relaxed read that misses an item queued a moment ago grants
+    // out of order once, never twice: the word decides who grants.
+    if (s_.procs[proc].ready_total.load(rlx) != 1) return kNone;
+    ThreadSlot& th = s_.threads[t];
+    uint32_t bits = th.receive.load(std::memory_order_acquire);
+    if (!ReceiveWord(bits).open() || !ReceiveWord(bits).allows(c)) return kNone;
+    // Against the popper's exchange (take_queued): one of us wins.
+    if (!th.receive.compare_exchange_strong(bits, ReceiveWord::kClaimed, std::memory_order_acq_rel,
+                                            rlx))
+        return kNone;
+    int32_t expected = t;
+    hint.compare_exchange_strong(expected, kNone, rlx); // used up
+    return t;
 }
 
 void SharedScheduler::beat(int32_t proc, uint64_t now) {
@@ -281,6 +331,7 @@ int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label
     th.bound_cpu.store(kNone, rlx);
     th.keeps_affinity = keeps_affinity;
     th.serial.store(0, rlx);
+    th.receive.store(ReceiveWord::kClosed, rlx);
     std::memset(th.label, 0, sizeof th.label);
     if (label) std::strncpy(th.label, label, sizeof th.label - 1);
     th.label_class.store(classify_label(th.label), rlx);
@@ -319,6 +370,7 @@ void SharedScheduler::free_slot(int32_t t) {
     if (th.proc >= 0) s_.procs[th.proc].threads.fetch_sub(1, rlx);
     th.state.store(ThreadState::Unused, rlx);
     th.grant.store(kNone, rlx);
+    th.receive.store(ReceiveWord::kClosed, rlx);
     th.proc = kNone;
     th.tid.store(0, rlx);
     th.next = s_.header.thread_free_head;

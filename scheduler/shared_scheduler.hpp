@@ -75,6 +75,26 @@ class SharedScheduler {
     // reap_dead(): true when no reap started in the last `interval_ns` and
     // this caller moved the mark first.
     bool claim_reap(uint64_t now, uint64_t interval_ns);
+    // ---- direct grants across processes (ReceiveWord) -----------------
+    // Lock-free, by `proc`, under its queue lock, right after it queued the
+    // own task of its thread `t` as its only ready item: a CPU granted to
+    // `proc` that the task may use (`cpu`, or any when `cpu` < 0) may go
+    // straight to `t` instead of to a pool thread.
+    void open_receiver(int32_t proc, int32_t t, int32_t cpu);
+    // Lock-free, by the process that popped the own task of its thread `t`
+    // from its queue: false when a direct grant reached the thread first (it
+    // runs the task already: drop it).
+    bool take_queued(int32_t t);
+    // Lock-free, by thread `t` after it took a grant: true when the grant was
+    // direct, and the thread's task may still be queued (take it out).
+    bool granted_directly(int32_t t);
+    // Lock-free hint: whether a direct grant claimed thread `t` (a relaxed
+    // read; granted_directly() decides).
+    bool receive_claimed(int32_t t) const;
+    // Locked. The thread of `proc` that may take CPU `c` directly, claimed
+    // for the caller to grant(); kNone when there is none.
+    int32_t claim_receiver(int32_t c, int32_t proc);
+
     // Lock-free, by the process itself (its monitor, once a period): it runs.
     void beat(int32_t proc, uint64_t now);
     // Lock-free. Whether a member other than `self` that holds a Running

@@ -14,7 +14,10 @@
 namespace coexec::shm {
 
 inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
-inline constexpr uint32_t kAbiVersion = 10;
+// Bumped whenever a shared structure changes, even where its size does not
+// (fields added into padding): processes of two versions must never share a
+// segment.
+inline constexpr uint32_t kAbiVersion = 11;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -117,6 +120,9 @@ struct alignas(64) ThreadSlot {
     // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
     // periods; scheduler::KeepWord encodes and documents it.
     std::atomic<uint32_t> serial;
+    // Whether a granter of another process may give this thread a CPU
+    // directly, past its process's pool: scheduler::ReceiveWord encodes it.
+    std::atomic<uint32_t> receive;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
     // The class of `label`, set with it (SharedScheduler::set_label): the
@@ -141,6 +147,9 @@ struct alignas(64) ProcSlot {
     // Last time (CLOCK_MONOTONIC) this process was known to run: its
     // monitor's beat, or another member that found it alive in /proc.
     std::atomic<uint64_t> alive_ns;
+    // A thread of this process whose own task is its only ready item, and
+    // may take a CPU straight from another process (ThreadSlot::receive).
+    std::atomic<int32_t> receiver;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU

@@ -45,6 +45,23 @@ TEST_F(QueueTest, HigherPriorityFirstThenFifo) {
     EXPECT_EQ(slot->ready_any.load(), 0);
 }
 
+// A thread granted a CPU directly takes its own task out (direct grants).
+TEST_F(QueueTest, RemoveTakesOneTaskOutAndUncountsIt) {
+    Placement on1{Placement::Kind::Cpu, 1, true};
+    q.push(t(0), {}, false);
+    q.push(t(1, 5), on1, false);
+    q.push(t(2), {}, false);
+    tasks[1].priority = 3; // changed while queued: still found
+    EXPECT_TRUE(q.remove(&tasks[1], on1));
+    EXPECT_EQ(slot->ready_cpu[1].load(), 0);
+    EXPECT_EQ(slot->ready_total.load(), 2);
+    EXPECT_TRUE(q.remove(&tasks[2], {}));
+    EXPECT_FALSE(q.remove(&tasks[2], {}));
+    EXPECT_EQ(q.pop(1, 0), &tasks[0]);
+    EXPECT_EQ(q.pop(1, 0), nullptr);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+}
+
 TEST_F(QueueTest, UnlockedGoesFirstAmongEqualPriority) {
     q.push(t(0), {}, false);
     q.push(t(1), {}, true);
@@ -136,6 +153,26 @@ TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
     q.unpop(out + 1, n - 1);
     EXPECT_EQ(slot->ready_total.load(), 39);
     EXPECT_EQ(q.pop(0, 0), &many[1]);
+}
+
+// A task on its own thread may have been granted a CPU directly by another
+// process while queued: it must reach its popper alone, never as the extra
+// of a batch, so the popper can check that claim (Runtime::claimed_by_us).
+TEST_F(QueueTest, ATaskOnItsOwnThreadIsNeverPoppedInABatch) {
+    coexec::core::ThreadContext thread;
+    std::vector<nosv_task> many(40);
+    many[3].thread = &thread;
+    for (auto& m : many)
+        q.push(&m, {}, false);
+    nosv_task* out[16];
+    for (size_t popped = 0; popped < many.size();) {
+        const size_t n = q.pop_batch(0, 0, out, 16);
+        ASSERT_GT(n, 0u);
+        for (size_t i = 0; i < n; ++i)
+            EXPECT_TRUE(n == 1 || out[i] != &many[3]) << "batch of " << n;
+        popped += n;
+    }
+    EXPECT_EQ(slot->ready_total.load(), 0);
 }
 
 TEST_F(QueueTest, UnplacedPushesKeepOrderAndPriorityWithLockedPushes) {

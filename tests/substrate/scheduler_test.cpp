@@ -65,6 +65,14 @@ class SchedulerTest : public ::testing::Test {
         auto lock = sched_->lock(w);
         sched_->pool_push(sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked));
     }
+    // Locked: a thread of `p` waiting for a CPU for its own task, queued as
+    // p's only ready item and opened to a direct grant of `cpu` (kNone: any).
+    int32_t open_receiver(int32_t p, int32_t cpu) {
+        const int32_t t = sched_->alloc_thread(p, 0, "attached", ThreadState::Waiting);
+        add_ready(p);
+        sched_->open_receiver(p, t, cpu);
+        return t;
+    }
     void add_ready(int32_t p, int n = 1) {
         map_->procs[p].ready_total += n;
         map_->procs[p].ready_any += n;
@@ -131,6 +139,60 @@ TEST_F(SchedulerTest, RoundRobinByQuantumBetweenProcesses) {
     EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
     EXPECT_EQ(seg().cpus[0].turn_proc.load(), b);
+}
+
+// A thread of B waits for CPU 0 for its own task, B's only ready item.
+TEST_F(SchedulerTest, ACpuGivenToAProcessGoesStraightToItsOpenReceiver) {
+    int32_t a = add_process(), b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
+    const int32_t waiter = open_receiver(b, 0);
+    seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL); // A's quantum is spent
+    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(seg().cpus[0].owner_thread.load(), waiter); // not B's pool thread
+    EXPECT_EQ(seg().threads[waiter].grant.load(), 0);
+    EXPECT_EQ(seg().procs[b].pool_size.load(), 1);
+    EXPECT_EQ(seg().procs[b].receiver.load(), kNone); // used up
+    // The task is still queued: the thread takes it out, no popper hands it on.
+    EXPECT_TRUE(sched_->receive_claimed(waiter));
+    EXPECT_FALSE(sched_->take_queued(waiter));
+    EXPECT_FALSE(sched_->granted_directly(waiter)); // the popper closed the word first
+}
+
+TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
+    int32_t b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    const int32_t waiter = open_receiver(b, 1);
+    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
+    EXPECT_EQ(sched_->claim_receiver(1, b), waiter);
+    EXPECT_TRUE(sched_->granted_directly(waiter)); // woke to Claimed: withdraw the task
+    EXPECT_EQ(sched_->claim_receiver(1, b), kNone);
+}
+
+// Something queued after the receiver's task (a preempted task, which must
+// get its CPU back first) goes through the pool thread, in queue order.
+TEST_F(SchedulerTest, AReceiverIsPassedOverOnceItsTaskIsNotTheOnlyReadyItem) {
+    int32_t b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    const int32_t waiter = open_receiver(b, kNone);
+    add_ready(b);
+    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
+    EXPECT_EQ(sched_->claim_unheld_cpu(b, {}, w), 0); // to the pool thread
+    EXPECT_NE(seg().cpus[0].owner_thread.load(), waiter);
+    EXPECT_TRUE(sched_->take_queued(waiter)); // the word stayed open for the popper
+}
+
+TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
+    int32_t b = add_process();
+    WakeList w;
+    auto lock = sched_->lock(w);
+    const int32_t waiter = open_receiver(b, kNone);
+    EXPECT_TRUE(sched_->take_queued(waiter)); // the popper hands the thread a CPU
+    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
+    EXPECT_FALSE(sched_->granted_directly(waiter));
 }
 
 TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
