@@ -87,6 +87,21 @@ Outcome collect(const Court& court, std::string error) {
     return outcome;
 }
 
+// Two player processes pinned to one CPU, each running `player`.
+Outcome measure_two_processes(const Options& options,
+                              void (*player)(Court&, int, int, int64_t, int64_t)) {
+    SharedObject<Court> court;
+    ChildGroup players;
+    const int cpu = pinned_cpu(options);
+    const int64_t passes = pass_count(options, options.round_trips);
+    for (int me = 0; me < 2; ++me)
+        players.spawn([&, me] {
+            player(*court, me, cpu, options.round_trips, passes);
+            return 0;
+        });
+    return collect(*court, players.wait_all(std::chrono::seconds(options.timeout_s)));
+}
+
 } // namespace
 
 Outcome measure_os_threads(const Options& options) {
@@ -106,33 +121,11 @@ Outcome measure_os_threads(const Options& options) {
 }
 
 Outcome measure_os_processes(const Options& options) {
-    SharedObject<Court> court;
-    ChildGroup players;
-    const int cpu = pinned_cpu(options);
-    const int64_t passes = pass_count(options, options.round_trips);
-    for (int me = 0; me < 2; ++me)
-        players.spawn([&, me] {
-            play(*court, me, cpu, options.round_trips, passes);
-            return 0;
-        });
-    return collect(*court, players.wait_all(std::chrono::seconds(options.timeout_s)));
+    return measure_two_processes(options, play);
 }
 
-} // namespace coexec::bench
-
-namespace coexec::bench {
-
 Outcome measure_os_relay(const Options& options) {
-    SharedObject<Court> court;
-    ChildGroup players;
-    const int cpu = pinned_cpu(options);
-    const int64_t passes = pass_count(options, options.round_trips);
-    for (int me = 0; me < 2; ++me)
-        players.spawn([&, me] {
-            relay_play(*court, me, cpu, options.round_trips, passes);
-            return 0;
-        });
-    return collect(*court, players.wait_all(std::chrono::seconds(options.timeout_s)));
+    return measure_two_processes(options, relay_play);
 }
 
 } // namespace coexec::bench
