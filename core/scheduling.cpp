@@ -64,6 +64,9 @@ void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front
 }
 
 void Runtime::withdraw_if_granted(ThreadContext& self) {
+    // Not claimed: the grant came from a popper, or a popper took the task
+    // after a direct grant and closed the word (receive_claimed() orders us
+    // after that popper's reads).
     if (!self.current || !sched().receive_claimed(self.slot)) return;
     std::lock_guard guard(queue_mutex_);
     // Under queue_mutex_: a popper that took the task first closed the word.

@@ -195,7 +195,10 @@ bool SharedScheduler::granted_directly(int32_t t) {
 }
 
 bool SharedScheduler::receive_claimed(int32_t t) const {
-    return ReceiveWord(s_.threads[t].receive.load(rlx)).claimed();
+    // Acquire pairs with the popper's exchange (take_queued): a thread that
+    // reads the word its popper closed runs after everything that popper
+    // read of it and of its task (pop_warm's last_cpu, the task's thread).
+    return ReceiveWord(s_.threads[t].receive.load(std::memory_order_acquire)).claimed();
 }
 
 int32_t SharedScheduler::claim_receiver(int32_t c, int32_t proc) {

@@ -88,8 +88,10 @@ class SharedScheduler {
     // Lock-free, by thread `t` after it took a grant: true when the grant was
     // direct, and the thread's task may still be queued (take it out).
     bool granted_directly(int32_t t);
-    // Lock-free hint: whether a direct grant claimed thread `t` (a relaxed
-    // read; granted_directly() decides).
+    // Lock-free, by thread `t` after it took a grant: whether a direct grant
+    // claimed it (granted_directly() decides, under the queue lock). Either
+    // way the thread may then run: a popper that dropped its task is done
+    // reading it.
     bool receive_claimed(int32_t t) const;
     // Locked. The thread of `proc` that may take CPU `c` directly, claimed
     // for the caller to grant(); kNone when there is none.
