@@ -155,6 +155,32 @@ void SharedScheduler::set_state(int32_t c, CpuState next) {
         s_.header.wakeable_cpus.fetch_add(d, std::memory_order_seq_cst);
     // Release: readers of the state (top, lock-free probes) see the owner.
     cpu.state.store(next, std::memory_order_release);
+    // Every owner change of a Running CPU (grant, set_free) ends here: the
+    // owner is stored first.
+    recount_running(c);
+}
+
+void SharedScheduler::recount_running(int32_t c) {
+    CpuSlot& cpu = s_.cpus[c];
+    const int32_t owner = cpu.owner_proc.load(rlx);
+    const int32_t counted =
+        cpu.state.load(rlx) == CpuState::Running && owner >= 0 && owner < kMaxProcs ? owner
+                                                                                     : kNone;
+    if (counted == cpu.counted_proc) return;
+    if (cpu.counted_proc >= 0 && cpu.counted_proc < kMaxProcs)
+        s_.procs[cpu.counted_proc].running_cpus.fetch_sub(1, rlx);
+    if (counted != kNone) s_.procs[counted].running_cpus.fetch_add(1, rlx);
+    cpu.counted_proc = counted;
+}
+
+void SharedScheduler::recount_all_running() {
+    // A lock holder that died inside recount_running() left one count off.
+    for (ProcSlot& p : s_.procs)
+        p.running_cpus.store(0, rlx);
+    for (int32_t c = 0; c < kMaxCpus; ++c) {
+        s_.cpus[c].counted_proc = kNone;
+        if (c < cpu_count()) recount_running(c);
+    }
 }
 
 int32_t SharedScheduler::hold_idle(int32_t c, bool sleeping, WakeList& wakes) {

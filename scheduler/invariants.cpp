@@ -143,7 +143,9 @@ struct Scratch {
     std::array<CpuState, kMaxCpus> state{};
     std::array<int16_t, kMaxProcs> threads_in_use{};
     std::array<uint8_t, kMaxProcs> on_alive_list{};
+    std::array<int16_t, kMaxProcs> running_cpus{}; // Running CPUs by owner_proc
 };
+static_assert(kMaxCpus <= INT16_MAX);
 static_assert(kMaxThreads <= INT16_MAX);
 
 std::string list_name(uint16_t tag) {
@@ -258,6 +260,11 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
         const int32_t proc = cpu.owner_proc.load(rlx);
         const int32_t thread = cpu.owner_thread.load(rlx);
         k.holder[size_t(c)] = kNone;
+        const bool counted_running = st == CpuState::Running && in_range(proc, kMaxProcs);
+        if (int32_t counted = counted_running ? proc : kNone; cpu.counted_proc != counted)
+            r.add("CPU ", c, " is counted in the running_cpus of process slot ", cpu.counted_proc,
+                  " but is ", cpu_state_name(st), " with owner_proc ", proc);
+        if (counted_running) ++k.running_cpus[size_t(proc)];
         unheld += is_unheld(st);
         wakeable += is_wakeable(st);
         if (!valid(st)) r.add("CPU ", c, " has invalid state ", uint32_t(st));
@@ -302,6 +309,10 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
         r.add("header: unheld_cpus is ", n, " but ", unheld, " CPUs are ", kUnheldMeaning);
     if (int32_t n = h.wakeable_cpus.load(rlx); n != wakeable)
         r.add("header: wakeable_cpus is ", n, " but ", wakeable, " CPUs are ", kWakeableMeaning);
+    for (int32_t p = 0; p < b.procs; ++p)
+        if (int32_t n = s.procs[p].running_cpus.load(rlx); n != k.running_cpus[size_t(p)])
+            r.add("process slot ", p, ": running_cpus is ", n, " but it owns ",
+                  k.running_cpus[size_t(p)], " Running CPUs");
 }
 
 // Walks one list through ThreadSlot::next, tagging its slots with `tag`;

@@ -84,12 +84,7 @@ bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {
 }
 
 int32_t SharedScheduler::running_cpus(int32_t proc) const {
-    int32_t n = 0;
-    for (int32_t c = 0; c < cpu_count(); ++c) {
-        const CpuSlot& cpu = s_.cpus[c];
-        n += cpu.state.load(rlx) == CpuState::Running && cpu.owner_proc.load(rlx) == proc;
-    }
-    return n;
+    return s_.procs[proc].running_cpus.load(rlx);
 }
 
 bool SharedScheduler::short_of_cpus(int32_t proc, int32_t c, int32_t holder_cpus) const {

@@ -68,6 +68,7 @@ void SharedScheduler::format(const Discovery& found, const SegmentConfig& config
         slot.turn_start_ns.store(0, rlx);
         slot.preempt_asked_ns.store(0, rlx);
         slot.stint_proc = kNone;
+        slot.counted_proc = kNone;
     }
     h.unheld_cpus.store(count, std::memory_order_seq_cst);
     h.wakeable_cpus.store(count, std::memory_order_seq_cst);
@@ -76,6 +77,7 @@ void SharedScheduler::format(const Discovery& found, const SegmentConfig& config
         p.state.store(ProcState::Unused, rlx);
         p.pool_head = kNone;
         p.pool_size.store(0, rlx);
+        p.running_cpus.store(0, rlx);
     }
     h.procs_used = 0;
     h.threads_used = 0;
@@ -311,6 +313,7 @@ void SharedScheduler::repair(WakeList& wakes) {
     }
     h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
     h.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);
+    recount_all_running();
     reap_dead(wakes);
 }
 

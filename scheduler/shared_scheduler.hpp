@@ -345,8 +345,13 @@ class SharedScheduler {
     // `proc`'s turn on `cpu` starts now, unless it is its turn already.
     void start_turn(int32_t cpu, int32_t proc, uint64_t now);
     // The only writer of a CPU's state after formatting: keeps unheld_cpus
-    // and wakeable_cpus in step with it.
+    // and wakeable_cpus in step with it, and the owner's running_cpus.
     void set_state(int32_t cpu, shm::CpuState next);
+    // Moves `cpu`'s count in ProcSlot::running_cpus to the process that
+    // holds it Running now (owner_proc), if that changed.
+    void recount_running(int32_t cpu);
+    // Repair: counts every process's Running CPUs again from the CPU slots.
+    void recount_all_running();
     // The holder of `cpu` keeps it without running coexec work: `next` is
     // Idle, Sleeping or Lent.
     void hold_without_work(int32_t cpu, shm::CpuState next);
@@ -371,8 +376,8 @@ class SharedScheduler {
 
     // policy.cpp
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
-    // How many CPUs run `proc`'s threads (Running slots it owns). Exact under
-    // the lock; a hint without it.
+    // How many CPUs run `proc`'s threads (Running slots it owns): O(1).
+    // Exact under the lock; a hint without it.
     int32_t running_cpus(int32_t proc) const;
     // Whether `proc`, with work for `cpu`, is short of CPUs next to a holder
     // process running on `holder_cpus`: it runs on fewer, or its work is

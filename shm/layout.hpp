@@ -98,6 +98,9 @@ struct alignas(64) CpuSlot {
     // CPU-time accounting: the process whose stint is open, and its start.
     int32_t stint_proc;
     uint64_t stint_start_ns;
+    // The process whose ProcSlot::running_cpus counts this CPU, or kNone
+    // (under the lock; SharedScheduler::recount_running keeps it).
+    int32_t counted_proc;
 };
 
 // One coexec thread of some process. `word` is the futex the thread sleeps
@@ -150,6 +153,10 @@ struct alignas(64) ProcSlot {
     // A thread of this process whose own task is its only ready item, and
     // may take a CPU straight from another process (ThreadSlot::receive).
     std::atomic<int32_t> receiver;
+    // CPUs that are Running with this process as owner_proc: written under
+    // the lock, with each CPU's state (cpu_slots.cpp); read without it as
+    // a hint.
+    std::atomic<int32_t> running_cpus;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU

@@ -265,7 +265,22 @@ TEST_F(InvariantsTest, ThreadReadOnTwoRunningCpusIsLeftToTheLockFreeHandOff) {
     seg().cpus[1].owner_proc.store(a_);
     seg().cpus[1].state.store(CpuState::Running);
     seg().header.unheld_cpus.fetch_sub(1); // Idle counted as unheld, Running not
+    seg().cpus[1].counted_proc = a_;       // and Running CPUs by owner
+    seg().procs[a_].running_cpus.fetch_add(1);
     EXPECT_SOUND(seg());
+}
+
+TEST_F(InvariantsTest, RunningCpusOfAProcessMiscounted) {
+    populate();
+    seg().procs[a_].running_cpus.fetch_add(1);
+    EXPECT_REPORTS(seg(), "process slot " + std::to_string(a_) + ": running_cpus is");
+}
+
+TEST_F(InvariantsTest, CpuCountedForAProcessThatDoesNotRunIt) {
+    populate();
+    seg().cpus[1].counted_proc = b_;
+    EXPECT_REPORTS(seg(), "CPU 1 is counted in the running_cpus of process slot " +
+                              std::to_string(b_));
 }
 
 TEST_F(InvariantsTest, CycleInAPoolList) {

@@ -272,8 +272,11 @@ TEST_F(SchedulerTest, PreemptionWaitsForTheShareTurnOfAWaiterThatHasItsShare) {
     EXPECT_EQ(sched_->overdue_holder(0, b, now), kNone);
     seg().cpus[0].turn_start_ns.store(now - 10'000'000'000ULL); // share turn + 2 s
     EXPECT_EQ(sched_->overdue_holder(0, b, now), holder);
-    // Once B runs on no CPU, a quantum is its wait.
+    // Once B runs on no CPU, a quantum is its wait. (As release() would
+    // free CPU 1, without offering it to B's spare pool thread.)
     seg().cpus[1].state.store(CpuState::Free);
+    seg().cpus[1].counted_proc = kNone;
+    seg().procs[b].running_cpus.fetch_sub(1);
     seg().cpus[0].preempt_asked_ns.store(0);
     seg().cpus[0].turn_start_ns.store(now - 3'000'000'000ULL);
     EXPECT_EQ(sched_->overdue_holder(0, b, now), holder);
@@ -369,6 +372,36 @@ TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
     EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
     EXPECT_EQ(seg().header.thread_free_head, freed);
     EXPECT_EQ(seg().header.unheld_cpus.load(), 2);
+}
+
+// Share turns ask how many CPUs a process runs at every schedpoint: a count
+// kept with each CPU's state, not a scan of the CPUs.
+TEST_F(SchedulerTest, EachProcessCountsTheCpusItRuns) {
+    const int32_t a = add_process(), b = add_process();
+    grant_cpu(a, 0);
+    grant_cpu(b, 1);
+    EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
+    EXPECT_EQ(seg().procs[b].running_cpus.load(), 1);
+    WakeList w;
+    auto lock = sched_->lock(w);
+    sched_->hold_idle(0, /*sleeping=*/false, w); // held, but not Running
+    EXPECT_EQ(seg().procs[a].running_cpus.load(), 0);
+    sched_->release(1, w);
+    EXPECT_EQ(seg().procs[b].running_cpus.load(), 0);
+    EXPECT_EQ(sched_->claim_unheld_cpu(a, {}, w), 0); // A's idle holder runs again
+    EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
+}
+
+TEST_F(SchedulerTest, RepairCountsEveryProcessesRunningCpusAgain) {
+    const int32_t a = add_process();
+    grant_cpu(a, 0);
+    seg().procs[a].running_cpus.store(5); // a recount cut short, or worse
+    seg().cpus[1].counted_proc = a;
+    kill_a_lock_holder();
+    WakeList w;
+    auto lock = sched_->lock(w); // EOWNERDEAD: repair runs
+    EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
+    EXPECT_EQ(seg().cpus[1].counted_proc, kNone);
 }
 
 TEST_F(SchedulerTest, ProcessSlotsRunOutWithAnErrorNotACrash) {
