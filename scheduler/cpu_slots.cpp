@@ -164,8 +164,7 @@ void SharedScheduler::recount_running(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     const int32_t owner = cpu.owner_proc.load(rlx);
     const int32_t counted =
-        cpu.state.load(rlx) == CpuState::Running && owner >= 0 && owner < kMaxProcs ? owner
-                                                                                     : kNone;
+        cpu.state.load(rlx) == CpuState::Running && owner >= 0 && owner < kMaxProcs ? owner : kNone;
     if (counted == cpu.counted_proc) return;
     if (cpu.counted_proc >= 0 && cpu.counted_proc < kMaxProcs)
         s_.procs[cpu.counted_proc].running_cpus.fetch_sub(1, rlx);

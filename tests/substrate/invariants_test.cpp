@@ -279,8 +279,8 @@ TEST_F(InvariantsTest, RunningCpusOfAProcessMiscounted) {
 TEST_F(InvariantsTest, CpuCountedForAProcessThatDoesNotRunIt) {
     populate();
     seg().cpus[1].counted_proc = b_;
-    EXPECT_REPORTS(seg(), "CPU 1 is counted in the running_cpus of process slot " +
-                              std::to_string(b_));
+    EXPECT_REPORTS(seg(),
+                   "CPU 1 is counted in the running_cpus of process slot " + std::to_string(b_));
 }
 
 TEST_F(InvariantsTest, CycleInAPoolList) {
