@@ -49,7 +49,7 @@ nosv_task* Runtime::pop_own(int cpu) {
 bool Runtime::claimed_by_us(nosv_task* t) {
     // Under queue_mutex_, so the task's thread cannot be taking it out
     // meanwhile (withdraw_if_granted()).
-    return !t->thread || sched().take_queued(t->thread->slot);
+    return !t->thread || !sched().close_receiver(t->thread->slot);
 }
 
 void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front) {
@@ -70,7 +70,7 @@ void Runtime::withdraw_if_granted(ThreadContext& self) {
     if (!self.current || !sched().receive_claimed(self.slot)) return;
     std::lock_guard guard(queue_mutex_);
     // Under queue_mutex_: a popper that took the task first closed the word.
-    if (sched().granted_directly(self.slot)) {
+    if (sched().close_receiver(self.slot)) {
         [[maybe_unused]] const bool removed =
             queue_->remove(self.current, placement_of(self.current->affinity));
         assert(removed);

@@ -182,22 +182,16 @@ void SharedScheduler::open_receiver(int32_t proc, int32_t t, int32_t cpu) {
     s_.procs[proc].receiver.store(t, rlx);
 }
 
-bool SharedScheduler::take_queued(int32_t t) {
+bool SharedScheduler::close_receiver(int32_t t) {
     // acq_rel: either our exchange comes first (a granter's compare-exchange
     // then fails) or the granter's claim does and we see it.
-    return !ReceiveWord(
-                s_.threads[t].receive.exchange(ReceiveWord::kClosed, std::memory_order_acq_rel))
-                .claimed();
-}
-
-bool SharedScheduler::granted_directly(int32_t t) {
     return ReceiveWord(
                s_.threads[t].receive.exchange(ReceiveWord::kClosed, std::memory_order_acq_rel))
         .claimed();
 }
 
 bool SharedScheduler::receive_claimed(int32_t t) const {
-    // Acquire pairs with the popper's exchange (take_queued): a thread that
+    // Acquire pairs with the popper's exchange (close_receiver): a thread that
     // reads the word its popper closed runs after everything that popper
     // read of it and of its task (pop_warm's last_cpu, the task's thread).
     return ReceiveWord(s_.threads[t].receive.load(std::memory_order_acquire)).claimed();
@@ -216,7 +210,7 @@ int32_t SharedScheduler::claim_receiver(int32_t c, int32_t proc) {
     ThreadSlot& th = s_.threads[t];
     uint32_t bits = th.receive.load(std::memory_order_acquire);
     if (!ReceiveWord(bits).open() || !ReceiveWord(bits).allows(c)) return kNone;
-    // Against the popper's exchange (take_queued): one of us wins.
+    // Against the popper's exchange (close_receiver): one of us wins.
     if (!th.receive.compare_exchange_strong(bits, ReceiveWord::kClaimed, std::memory_order_acq_rel,
                                             rlx))
         return kNone;

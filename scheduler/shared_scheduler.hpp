@@ -81,15 +81,14 @@ class SharedScheduler {
     // `proc` that the task may use (`cpu`, or any when `cpu` < 0) may go
     // straight to `t` instead of to a pool thread.
     void open_receiver(int32_t proc, int32_t t, int32_t cpu);
-    // Lock-free, by the process that popped the own task of its thread `t`
-    // from its queue: false when a direct grant reached the thread first (it
-    // runs the task already: drop it).
-    bool take_queued(int32_t t);
-    // Lock-free, by thread `t` after it took a grant: true when the grant was
-    // direct, and the thread's task may still be queued (take it out).
-    bool granted_directly(int32_t t);
+    // Lock-free, under `t`'s process's queue lock: closes `t`'s word and
+    // says whether a direct grant had claimed the thread. Called by a
+    // process that popped the own task of its thread `t` (true: the thread
+    // runs it already, drop it), and by thread `t` after a grant (true: the
+    // grant was direct and the task is still queued, take it out).
+    bool close_receiver(int32_t t);
     // Lock-free, by thread `t` after it took a grant: whether a direct grant
-    // claimed it (granted_directly() decides, under the queue lock). Either
+    // claimed it (close_receiver() decides, under the queue lock). Either
     // way the thread may then run: a popper that dropped its task is done
     // reading it.
     bool receive_claimed(int32_t t) const;

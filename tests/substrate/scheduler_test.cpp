@@ -156,8 +156,8 @@ TEST_F(SchedulerTest, ACpuGivenToAProcessGoesStraightToItsOpenReceiver) {
     EXPECT_EQ(seg().procs[b].receiver.load(), kNone); // used up
     // The task is still queued: the thread takes it out, no popper hands it on.
     EXPECT_TRUE(sched_->receive_claimed(waiter));
-    EXPECT_FALSE(sched_->take_queued(waiter));
-    EXPECT_FALSE(sched_->granted_directly(waiter)); // the popper closed the word first
+    EXPECT_TRUE(sched_->close_receiver(waiter));  // claimed: the popper drops the task
+    EXPECT_FALSE(sched_->close_receiver(waiter)); // the popper closed the word first
 }
 
 TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
@@ -167,7 +167,7 @@ TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
     const int32_t waiter = open_receiver(b, 1);
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
     EXPECT_EQ(sched_->claim_receiver(1, b), waiter);
-    EXPECT_TRUE(sched_->granted_directly(waiter)); // woke to Claimed: withdraw the task
+    EXPECT_TRUE(sched_->close_receiver(waiter)); // woke to Claimed: withdraw the task
     EXPECT_EQ(sched_->claim_receiver(1, b), kNone);
 }
 
@@ -182,7 +182,7 @@ TEST_F(SchedulerTest, AReceiverIsPassedOverOnceItsTaskIsNotTheOnlyReadyItem) {
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
     EXPECT_EQ(sched_->claim_unheld_cpu(b, {}, w), 0); // to the pool thread
     EXPECT_NE(seg().cpus[0].owner_thread.load(), waiter);
-    EXPECT_TRUE(sched_->take_queued(waiter)); // the word stayed open for the popper
+    EXPECT_FALSE(sched_->close_receiver(waiter)); // the word stayed open for the popper
 }
 
 TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
@@ -190,9 +190,9 @@ TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
     WakeList w;
     auto lock = sched_->lock(w);
     const int32_t waiter = open_receiver(b, kNone);
-    EXPECT_TRUE(sched_->take_queued(waiter)); // the popper hands the thread a CPU
+    EXPECT_FALSE(sched_->close_receiver(waiter)); // the popper hands the thread a CPU
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
-    EXPECT_FALSE(sched_->granted_directly(waiter));
+    EXPECT_FALSE(sched_->close_receiver(waiter));
 }
 
 TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
