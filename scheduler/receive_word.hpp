@@ -1,5 +1,6 @@
 // The word through which a thread waiting for a CPU for its own task may
-// take one straight from another process, past its own process's pool.
+// take one straight from a granter (another process, or its own giving up a
+// CPU), past its own process's pool.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@ namespace coexec::scheduler {
 // - Closed: no direct grant (the task is not queued, or was not offered);
 // - Open: the task is queued as its process's only ready item, and a CPU the
 //   placement allows (any CPU, or one) may be granted to the thread directly;
-// - Claimed: a granter of another process did so; the task is still queued.
+// - Claimed: a granter did so; the task is still queued.
 // The thread's process opens the word under its queue lock, after queueing
 // the task. A granter moves Open -> Claimed by compare-exchange against the
 // process popping the task, which exchanges the word for Closed: exactly one

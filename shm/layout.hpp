@@ -123,8 +123,9 @@ struct alignas(64) ThreadSlot {
     // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
     // periods; scheduler::KeepWord encodes and documents it.
     std::atomic<uint32_t> serial;
-    // Whether a granter of another process may give this thread a CPU
-    // directly, past its process's pool: scheduler::ReceiveWord encodes it.
+    // Whether a granter (of another process, or of this one) may give this
+    // thread a CPU directly, past its process's pool: scheduler::ReceiveWord
+    // encodes it.
     std::atomic<uint32_t> receive;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];

@@ -142,7 +142,7 @@ class Player {
     // Ready mode, after the k-th pass: holds the CPU until the other player
     // is submitted for its next turn (if it has one), then stamps the clock
     // for the pause that follows. The other watcher runs on another CPU or,
-    // on a one-CPU machine, when the kernel preempts this spin.
+    // on a one-CPU machine, when this spin yields the CPU to it.
     void await_partner_ready(int64_t k) {
         if (k + 1 >= passes_) return; // no pause follows the last pass
         const int other = 1 - me_;
