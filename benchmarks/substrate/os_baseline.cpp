@@ -70,8 +70,8 @@ void relay_play(Court& court, int me, int cpu, int64_t per_repeat, int64_t passe
         for (uint32_t seen; (seen = released.load(std::memory_order_acquire)) <= uint32_t(k);)
             futex_wait_while(released, seen);
         const uint32_t turn = uint32_t(2 * k + me);
-        if (court.turn.load(std::memory_order_acquire) != turn || ::sched_getcpu() != cpu)
-            court.wrong_cpu.fetch_add(1, std::memory_order_relaxed);
+        if (court.turn.load(std::memory_order_acquire) != turn) fail("OS relay: woken out of turn");
+        if (::sched_getcpu() != cpu) court.wrong_cpu.fetch_add(1, std::memory_order_relaxed);
         if (me == 0) clock.on_pass(k);
         court.turn.store(turn + 1, std::memory_order_release);
         futex_wake_all(court.turn);
