@@ -1,5 +1,6 @@
 #include "cond_wait.hpp"
 
+#include "cond_waiters.hpp"
 #include "cpu_release.hpp"
 #include "poll_score.hpp"
 #include "real_pthread.hpp"
@@ -90,7 +91,12 @@ int cond_wait_off_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
     // holds no CPU to poll on; the one it keeps is lent for the wait at once
     // (CpuRelease), since the PoCL workers it waits for need it.
     const bool outside = coexec_lend_kept_cpu() == NOSV_SUCCESS;
-    if (!outside && poll_on_cpu(cond, mutex)) return 0;
+    if (!outside) {
+        if (poll_on_cpu(cond, mutex)) return 0;
+        // A thread on a CPU sleeps as a paused task, and the signal that
+        // ends its wait hands it a CPU too (CondWaiters).
+        if (CondWaiters::pause_works()) return CondWaiters::instance().wait(cond, mutex);
+    }
     CpuRelease release;
     int rc = real_pthread().cond_wait(cond, mutex);
     release.retake_with_unlocked(mutex);

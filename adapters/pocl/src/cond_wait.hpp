@@ -10,8 +10,10 @@ namespace coexec::pocl {
 // turns polling off) per episode of back-to-back waits: it returns as a
 // spurious wake-up every couple of microseconds so that the caller re-checks
 // its predicate. PoCL's next command thus starts without a kernel sleep or a
-// CPU hand-over. After that it gives the CPU away for the real wait and takes
-// one again before returning. Polling instead of short timed waits is
+// CPU hand-over. After that it waits as a paused task (CondWaiters), which
+// gives the CPU away, and a signal of `cond` makes it ready again. A thread
+// outside coexec (an OpenMP root in serial code) lends the CPU it keeps and
+// waits in the real condvar instead. Polling instead of short timed waits is
 // deliberate: with often timing-out waiters PoCL hung now and then on a lost
 // wake-up, which matches glibc 2.36's condvar bug 25847 (sourceware).
 int cond_wait_off_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex);

@@ -1,6 +1,7 @@
 // The symbols this preload library exports: glibc's pthread calls that PoCL's
 // pthread driver makes, redirected through coexec when PoCL makes them.
 #include "cond_wait.hpp"
+#include "cond_waiters.hpp"
 #include "cpu_release.hpp"
 #include "pocl_modules.hpp"
 #include "real_pthread.hpp"
@@ -36,6 +37,19 @@ COEXEC_POCL_EXPORT int pthread_join(pthread_t thread, void** result) {
 COEXEC_POCL_EXPORT int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
     if (!wait_needs_release(COEXEC_POCL_CALLER())) return real_pthread().cond_wait(cond, mutex);
     return cond_wait_off_cpu(cond, mutex);
+}
+
+// Wakes the coexec threads that wait on `cond` as paused tasks (CondWaiters)
+// first; only when there is none does a thread in the real condvar get the
+// signal. Either way at least one waiter wakes, as POSIX asks.
+COEXEC_POCL_EXPORT int pthread_cond_signal(pthread_cond_t* cond) {
+    if (CondWaiters::instance().wake(cond, /*all=*/false) > 0) return 0;
+    return real_pthread().cond_signal(cond);
+}
+
+COEXEC_POCL_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) {
+    CondWaiters::instance().wake(cond, /*all=*/true);
+    return real_pthread().cond_broadcast(cond);
 }
 
 // The timed variant of the waits above (libpocl.so uses it for events).

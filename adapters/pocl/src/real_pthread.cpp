@@ -29,6 +29,9 @@ RealPthread load() {
     r.cond_wait = resolve<RealPthread::CondWaitFn>("pthread_cond_wait", "GLIBC_2.3.2", nullptr);
     r.cond_timedwait =
         resolve<RealPthread::CondTimedWaitFn>("pthread_cond_timedwait", "GLIBC_2.3.2", nullptr);
+    r.cond_signal = resolve<RealPthread::CondWakeFn>("pthread_cond_signal", "GLIBC_2.3.2", nullptr);
+    r.cond_broadcast =
+        resolve<RealPthread::CondWakeFn>("pthread_cond_broadcast", "GLIBC_2.3.2", nullptr);
     r.barrier_wait =
         resolve<RealPthread::BarrierWaitFn>("pthread_barrier_wait", "GLIBC_2.34", "GLIBC_2.2.5");
     return r;

@@ -15,12 +15,15 @@ struct RealPthread {
     using JoinFn = int (*)(pthread_t, void**);
     using CondWaitFn = int (*)(pthread_cond_t*, pthread_mutex_t*);
     using CondTimedWaitFn = int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
+    using CondWakeFn = int (*)(pthread_cond_t*);
     using BarrierWaitFn = int (*)(pthread_barrier_t*);
 
     CreateFn create = nullptr;
     JoinFn join = nullptr;
     CondWaitFn cond_wait = nullptr;
     CondTimedWaitFn cond_timedwait = nullptr;
+    CondWakeFn cond_signal = nullptr;
+    CondWakeFn cond_broadcast = nullptr;
     BarrierWaitFn barrier_wait = nullptr;
 };
 

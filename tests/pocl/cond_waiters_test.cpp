@@ -1,0 +1,203 @@
+// CondWaiters, the PoCL adapter's condition-variable waits as paused tasks,
+// on a real coexec instance: wake-ups are never lost, signal and broadcast
+// wake whom they should, and submits that other code banked for the task
+// survive the wait.
+#include "adapters/pocl/src/cond_waiters.hpp"
+#include "tests/substrate/support.hpp"
+
+#include <gtest/gtest.h>
+#include <nosv.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using coexec::pocl::CondWaiters;
+using coexec::test::Instance;
+using coexec::test::wait_until;
+
+// What the interposed pthread_cond_signal / _broadcast do (interpose.cpp).
+void signal_one(pthread_cond_t* cond) {
+    if (CondWaiters::instance().wake(cond, false) == 0) pthread_cond_signal(cond);
+}
+void signal_all(pthread_cond_t* cond) {
+    CondWaiters::instance().wake(cond, true);
+    pthread_cond_broadcast(cond);
+}
+
+// A counter guarded by a mutex, with a condition variable, as PoCL keeps
+// its queues and events.
+struct Gate {
+    pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+    int tickets = 0;
+
+    // Waits for a ticket and takes it; `coexec` picks CondWaiters, else the
+    // real condvar.
+    void take(bool coexec) {
+        pthread_mutex_lock(&mutex);
+        while (tickets == 0) {
+            if (coexec)
+                CondWaiters::instance().wait(&cond, &mutex);
+            else
+                pthread_cond_wait(&cond, &mutex);
+        }
+        --tickets;
+        pthread_mutex_unlock(&mutex);
+    }
+    void give(int n, bool all) {
+        pthread_mutex_lock(&mutex);
+        tickets += n;
+        pthread_mutex_unlock(&mutex);
+        if (all)
+            signal_all(&cond);
+        else
+            for (int i = 0; i < n; ++i)
+                signal_one(&cond);
+    }
+};
+
+// A thread attached to coexec for its lifetime.
+class CoexecThread {
+  public:
+    template <class Body>
+    explicit CoexecThread(Body body)
+        : thread_([this, body] {
+              nosv_task_t task = nullptr;
+              EXPECT_EQ(nosv_attach(&task, nullptr, "waiter", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+              task_.store(task);
+              body();
+              EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+              done_.store(true);
+          }) {}
+    ~CoexecThread() { thread_.join(); }
+    bool done() const { return done_.load(); }
+    nosv_task_t task() const { return task_.load(); }
+
+  private:
+    std::atomic<nosv_task_t> task_{nullptr};
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+// Two coexec threads hand a token back and forth through two gates many
+// times; a single lost wake-up stops the exchange.
+TEST(CondWaiters, APingPongLosesNoWakeUp) {
+    Instance instance("", /*attach=*/false);
+    constexpr int kRounds = 20000;
+    Gate ping, pong;
+    {
+        CoexecThread a([&] {
+            for (int i = 0; i < kRounds; ++i) {
+                ping.give(1, false);
+                pong.take(true);
+            }
+        });
+        CoexecThread b([&] {
+            for (int i = 0; i < kRounds; ++i) {
+                ping.take(true);
+                pong.give(1, i % 2 == 0);
+            }
+        });
+        ASSERT_TRUE(wait_until([&] { return a.done() && b.done(); }))
+            << "the exchange stopped: ping " << ping.tickets << ", pong " << pong.tickets;
+    }
+}
+
+// A signal lets one waiter through, a broadcast all of them; waiters in the
+// real condvar (threads outside coexec) share the same condition variable.
+TEST(CondWaiters, SignalAndBroadcastReachEveryKindOfWaiter) {
+    Instance instance("", /*attach=*/false);
+    Gate gate;
+    std::atomic<int> through{0};
+    std::vector<std::unique_ptr<CoexecThread>> coexec;
+    std::vector<std::thread> plain;
+    for (int i = 0; i < 3; ++i) {
+        coexec.push_back(std::make_unique<CoexecThread>([&] {
+            gate.take(true);
+            through.fetch_add(1);
+        }));
+        plain.emplace_back([&] {
+            gate.take(false);
+            through.fetch_add(1);
+        });
+    }
+    gate.give(1, false);
+    EXPECT_TRUE(wait_until([&] { return through.load() == 1; }));
+    gate.give(2, false);
+    EXPECT_TRUE(wait_until([&] { return through.load() == 3; }));
+    gate.give(3, true);
+    EXPECT_TRUE(wait_until([&] { return through.load() == 6; })) << through.load() << " through";
+    // After a failure above, let everyone through so that the threads end.
+    if (through.load() != 6) gate.give(6, true);
+    for (auto& t : plain)
+        t.join();
+    coexec.clear();
+}
+
+// A submit banked for the task before the wait (libomp's or oneTBB's sleep
+// protocol, or the application's own nosv_submit) still pays for the task's
+// next pause after the wait: the wait neither eats it nor adds one.
+TEST(CondWaiters, ASubmitBankedBeforeTheWaitSurvivesIt) {
+    Instance instance("", /*attach=*/false);
+    Gate gate;
+    std::atomic<bool> waiting{false}, rescued{false}, paused_once{false};
+    CoexecThread waiter([&] {
+        ASSERT_EQ(nosv_submit(nosv_self(), NOSV_SUBMIT_NONE), NOSV_SUCCESS); // banked
+        waiting.store(true);
+        gate.take(true);
+        // The banked submit pays for this pause...
+        ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+        paused_once.store(true);
+        // ...and nothing else is banked: this one waits for the rescue.
+        ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+    });
+    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+    gate.give(1, false);
+    // A pause that the banked submit no longer pays for would stop here.
+    const bool first_returned = wait_until([&] { return paused_once.load(); });
+    EXPECT_TRUE(first_returned) << "the wait ate the banked submit";
+    if (!first_returned) {
+        rescued.store(true);
+        nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
+    }
+    // The second pause must really wait: give it time to return wrongly.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_FALSE(waiter.done()) << "the wait left an extra submit banked";
+    nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
+    ASSERT_TRUE(wait_until([&] { return waiter.done(); }));
+}
+
+// Stray submits that arrive during the wait (not the signaller's) do not end
+// it; they stay banked for later pauses, one each.
+TEST(CondWaiters, StraySubmitsDuringTheWaitStayBanked) {
+    Instance instance("", /*attach=*/false);
+    Gate gate;
+    std::atomic<bool> waiting{false}, through{false};
+    std::atomic<int> later_pauses{0};
+    CoexecThread waiter([&] {
+        waiting.store(true);
+        gate.take(true);
+        through.store(true);
+        for (int i = 0; i < 2; ++i) {
+            ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+            later_pauses.fetch_add(1);
+        }
+    });
+    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // let it pause
+    ASSERT_EQ(nosv_submit(waiter.task(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_submit(waiter.task(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(through.load()) << "a stray submit ended the wait";
+    gate.give(1, false);
+    ASSERT_TRUE(wait_until([&] { return waiter.done(); }));
+    EXPECT_EQ(later_pauses.load(), 2);
+}
+
+} // namespace
