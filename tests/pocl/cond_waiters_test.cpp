@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <nosv.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -198,6 +200,30 @@ TEST(CondWaiters, StraySubmitsDuringTheWaitStayBanked) {
     gate.give(1, false);
     ASSERT_TRUE(wait_until([&] { return waiter.done(); }));
     EXPECT_EQ(later_pauses.load(), 2);
+}
+
+// A process forked while a waiter is registered (Python's multiprocessing
+// does that) has no waiters: its signals find none, and take no lock that a
+// thread of the parent held at the fork.
+TEST(CondWaiters, AForkedChildHasNoWaiters) {
+    Instance instance("", /*attach=*/false);
+    Gate gate;
+    std::atomic<bool> waiting{false};
+    CoexecThread waiter([&] {
+        waiting.store(true);
+        gate.take(true);
+    });
+    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // registered by now
+    const pid_t child = fork();
+    ASSERT_NE(child, -1);
+    if (child == 0) _exit(CondWaiters::instance().wake(&gate.cond, true));
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child woke waiters of its parent";
+    gate.give(1, false);
+    ASSERT_TRUE(wait_until([&] { return waiter.done(); }));
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <new>
+
 namespace coexec::pocl {
 namespace {
 
@@ -14,8 +16,22 @@ thread_local bool pause_failed = false;
 CondWaiters& CondWaiters::instance() {
     // Never destroyed: PoCL's workers outlive static destruction (PoCL does
     // not join them at exit) and may still signal.
-    static CondWaiters* registry = new CondWaiters;
+    static CondWaiters* registry = [] {
+        auto* r = new CondWaiters;
+        pthread_atfork(nullptr, nullptr, [] { instance().forget_all_in_child(); });
+        return r;
+    }();
     return *registry;
+}
+
+void CondWaiters::forget_all_in_child() {
+    // Only the forking thread lives on in the child: the registered waiters
+    // are gone, and a bucket lock held across the fork would never be freed.
+    for (Bucket& b : buckets_) {
+        new (&b.lock) std::mutex;
+        b.head = b.tail = nullptr;
+    }
+    registered_.store(0, std::memory_order_relaxed);
 }
 
 bool CondWaiters::pause_works() {

@@ -61,6 +61,8 @@ class CondWaiters {
     };
 
     CondWaiters() = default;
+    // In a forked child (pthread_atfork): no waiter exists there.
+    void forget_all_in_child();
     Bucket& bucket_of(const pthread_cond_t* cond);
     void add(Waiter& w);
     bool remove_if_waiting(Waiter& w);
