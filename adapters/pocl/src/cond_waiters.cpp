@@ -42,7 +42,12 @@ CondWaiters::Bucket& CondWaiters::bucket_of(const pthread_cond_t* cond) {
     // Condition variables are 48 bytes and at least 8-aligned: mix the bits
     // above the alignment.
     const auto key = reinterpret_cast<std::uintptr_t>(cond) >> 3;
-    return buckets_[(key * 0x9E3779B97F4A7C15ull) >> 58];
+    return buckets_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kBucketBits)];
+}
+
+void CondWaiters::Bucket::unlink(Waiter* prev, Waiter* n) {
+    (prev != nullptr ? prev->next : head) = n->next;
+    if (tail == n) tail = prev;
 }
 
 void CondWaiters::add(Waiter& w) {
@@ -59,8 +64,7 @@ bool CondWaiters::remove_if_waiting(Waiter& w) {
     Waiter* prev = nullptr;
     for (Waiter* n = b.head; n != nullptr; prev = n, n = n->next) {
         if (n != &w) continue;
-        (prev != nullptr ? prev->next : b.head) = n->next;
-        if (b.tail == n) b.tail = prev;
+        b.unlink(prev, n);
         registered_.fetch_sub(1, std::memory_order_relaxed);
         return true;
     }
@@ -125,8 +129,7 @@ int CondWaiters::wake(const pthread_cond_t* cond, bool all) {
                 n = next;
                 continue;
             }
-            (prev != nullptr ? prev->next : b.head) = next;
-            if (b.tail == n) b.tail = prev;
+            b.unlink(prev, n);
             n->next = nullptr;
             n->state.store(Waiter::kClaimed, std::memory_order_relaxed);
             *claimed_tail = n;

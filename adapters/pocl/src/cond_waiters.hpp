@@ -46,7 +46,8 @@ class CondWaiters {
     CondWaiters& operator=(const CondWaiters&) = delete;
 
   private:
-    // A waiter's node lives in its wait() frame. Only a waker unlinks it.
+    // A waiter's node lives in its wait() frame. A waker unlinks it, or the
+    // waiter itself when its pause fails (remove_if_waiting()).
     struct Waiter {
         enum State : int { kWaiting, kClaimed, kDone };
         const pthread_cond_t* cond;
@@ -58,6 +59,9 @@ class CondWaiters {
         std::mutex lock;
         Waiter* head = nullptr; // FIFO: signal wakes the longest waiter
         Waiter* tail = nullptr;
+        // Under `lock`: takes `n`, which follows `prev` (nullptr: the head),
+        // out of the list.
+        void unlink(Waiter* prev, Waiter* n);
     };
 
     CondWaiters() = default;
@@ -67,7 +71,8 @@ class CondWaiters {
     void add(Waiter& w);
     bool remove_if_waiting(Waiter& w);
 
-    static constexpr std::size_t kBuckets = 64;
+    static constexpr int kBucketBits = 6;
+    static constexpr std::size_t kBuckets = std::size_t{1} << kBucketBits;
     std::array<Bucket, kBuckets> buckets_;
     // How many waiters are registered, for the wakers' fast path. Changed
     // under a bucket lock; see wake() for why a relaxed load is enough.
