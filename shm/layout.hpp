@@ -152,7 +152,8 @@ struct alignas(64) ProcSlot {
     // monitor's beat, or another member that found it alive in /proc.
     std::atomic<uint64_t> alive_ns;
     // A thread of this process whose own task is its only ready item, and
-    // may take a CPU straight from another process (ThreadSlot::receive).
+    // may take a CPU straight from a granter, of another process or of this
+    // one (ThreadSlot::receive).
     std::atomic<int32_t> receiver;
     // CPUs that are Running with this process as owner_proc: written under
     // the lock, with each CPU's state (cpu_slots.cpp); read without it as
