@@ -60,6 +60,10 @@ void __kmp_coexec_wake(void* task);
 // the next probe, the yield hands the CPU over and requeues the thread.
 bool __kmp_coexec_yield();
 
+// Called once before a wait loop spins: its first __kmp_coexec_yield()
+// probes, so a thread whose CPU a teammate waits for sleeps at once.
+void __kmp_coexec_wait_begins();
+
 // Called by a wait loop that may sleep now: true, once, when a yield asked
 // it to and a thread still waits for the CPU. The loop then suspends (a
 // coexec pause) and the thread it waits for resumes it.
