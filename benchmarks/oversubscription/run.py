@@ -41,6 +41,7 @@ Only the Python standard library and gnuplot are used.
 """
 
 import argparse
+import contextlib
 import csv
 import os
 import shutil
@@ -245,11 +246,55 @@ def select(scenarios, spec, long):
 # ---------------------------------------------------------------- modes
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the run is, so that it ends as Ctrl-C does (see run_jobs)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class StopSignals:
+    """SIGINT and SIGTERM end the run where it is (KeyboardInterrupt, Terminated), except
+    while jobs start: a job forked but not yet listed would escape run_jobs' clean-up, so
+    a signal that comes then is raised once the start is over (held())."""
+
+    def __init__(self):
+        self._holding = False
+        self._pending = None
+        signal.signal(signal.SIGINT, self._arrived)
+        signal.signal(signal.SIGTERM, self._arrived)
+
+    def _arrived(self, signum, _frame):
+        if self._holding:
+            self._pending = signum
+        else:
+            self._raise(signum)
+
+    @staticmethod
+    def _raise(signum):
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
+
+    @contextlib.contextmanager
+    def held(self):
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+            if self._pending is not None:
+                signum, self._pending = self._pending, None
+                self._raise(signum)
+
+
 class Environment:
     """Where the programs are and which coexec adapters exist."""
 
-    def __init__(self, build):
+    def __init__(self, build, stops):
         self.build = os.path.abspath(build)
+        self.stops = stops  # StopSignals: run_jobs holds them while jobs start
         self.bin = os.path.join(self.build, "bin")
         self.ncpu = len(os.sched_getaffinity(0))
         self.coexec = os.path.join(self.bin, "coexec")
@@ -258,14 +303,23 @@ class Environment:
         self.openblas_dir = self._openblas_openmp_dir()
         self._imports = {}  # (interpreter, module) -> importable
 
-    def _coexec_runs(self):
-        if not os.access(self.coexec, os.X_OK):
-            return False
+    def _succeeds(self, argv, timeout):
+        """Whether a set-up check exits 0 within `timeout` s. A stop signal is held while
+        the check starts, so that the check is ended with the run (see StopSignals)."""
+        p = None
         try:
-            r = subprocess.run([self.coexec, "run", "--help"], capture_output=True, timeout=30)
-            return r.returncode == 0
+            with self.stops.held():
+                p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return p.wait(timeout=timeout) == 0
         except (OSError, subprocess.TimeoutExpired):
             return False
+        finally:
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def _coexec_runs(self):
+        return os.access(self.coexec, os.X_OK) and self._succeeds([self.coexec, "run", "--help"], 30)
 
     @staticmethod
     def _openblas_openmp_dir():
@@ -280,12 +334,7 @@ class Environment:
     def _importable(self, interpreter, module):
         key = (interpreter, module)
         if key not in self._imports:
-            try:
-                r = subprocess.run([interpreter, "-c", f"import {module}"], capture_output=True,
-                                   timeout=120)
-                self._imports[key] = r.returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                self._imports[key] = False
+            self._imports[key] = self._succeeds([interpreter, "-c", f"import {module}"], 120)
         return self._imports[key]
 
     def _python_missing(self, job):
@@ -453,21 +502,7 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
             if gate_dir else {})
     recorder = (start_recorder(env, trace_path, scenario_env, log, mode) if trace_path
                 else None)
-    start = time.monotonic()
-    for job, (share, cpus) in zip(jobs, plans):
-        argv, extra = command(env, job, mode, share, cpus, gate)
-        child_env = dict(os.environ)
-        child_env.update(scenario_env)
-        child_env.update(extra)
-        log.write(f"$ {' '.join(f'{k}={v}' for k, v in sorted(extra.items()))} {' '.join(argv)}\n")
-        log.flush()
-        out = tempfile.TemporaryFile(mode="w+", prefix="coexec-run-")
-        outs.append(out)
-        procs.append(subprocess.Popen(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-    # Blocking waits (exact exit times; Popen.wait(timeout=) polls in steps
-    # of up to 50 ms, coarser than the shortest scenarios), and a watchdog
-    # that kills what is still running at the deadline.
+    # A watchdog kills what is still running at the deadline.
     killed = []
 
     def kill_all():
@@ -480,12 +515,40 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
                     pass
 
     watchdog = threading.Timer(max(0.1, timeout), kill_all)
-    watchdog.start()
     status = "ok"
     try:
+        with env.stops.held():
+            start = time.monotonic()
+            for job, (share, cpus) in zip(jobs, plans):
+                argv, extra = command(env, job, mode, share, cpus, gate)
+                child_env = dict(os.environ)
+                child_env.update(scenario_env)
+                child_env.update(extra)
+                log.write(f"$ {' '.join(f'{k}={v}' for k, v in sorted(extra.items()))} "
+                          f"{' '.join(argv)}\n")
+                log.flush()
+                out = tempfile.TemporaryFile(mode="w+", prefix="coexec-run-")
+                outs.append(out)
+                procs.append(subprocess.Popen(argv, env=child_env, stdout=out,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+            watchdog.start()
+        # Blocking waits: exact exit times (Popen.wait(timeout=) polls in steps of up to
+        # 50 ms, coarser than the shortest scenarios).
         for p in procs:
             if p.wait() != 0 and status == "ok":
                 status = f"exit {p.returncode}"
+    except BaseException:
+        # Ctrl-C or SIGTERM (StopSignals). The jobs run in sessions of their own, so no
+        # signal reached them: end them and the recorder here.
+        kill_all()
+        for p in procs:
+            p.wait()
+        if recorder is not None:
+            recorder.kill()
+            recorder.wait()
+        if gate_dir:
+            shutil.rmtree(gate_dir, ignore_errors=True)
+        raise
     finally:
         watchdog.cancel()
     elapsed = time.monotonic() - start
@@ -853,7 +916,7 @@ def parse(argv):
     return a
 
 
-def main(argv):
+def main(argv, stops):
     args = parse(argv)
     all_scenarios = catalogue(args.long or args.scenarios == "long")
     if args.list:
@@ -861,7 +924,7 @@ def main(argv):
             print(f"{s.group:9s} {s.name}")
         return 0
     scenarios = select(all_scenarios, args.scenarios, args.long)
-    env = Environment(args.build)
+    env = Environment(args.build, stops)
     out = os.path.abspath(args.out or os.path.join(args.build, "oversubscription"))
     os.makedirs(out, exist_ok=True)
     args.out = out
@@ -892,4 +955,10 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # First: a signal during the set-up's own probes must not leave them behind either.
+    stops = StopSignals()
+    try:
+        sys.exit(main(sys.argv[1:], stops))
+    except (KeyboardInterrupt, Terminated) as stop:
+        print("run.py: interrupted; the running jobs were stopped", file=sys.stderr)
+        sys.exit(128 + getattr(stop, "signum", signal.SIGINT))
