@@ -537,6 +537,7 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
         for p in procs:
             if p.wait() != 0 and status == "ok":
                 status = f"exit {p.returncode}"
+        elapsed = time.monotonic() - start
     except BaseException:
         # Ctrl-C or SIGTERM (StopSignals). The jobs run in sessions of their own, so no
         # signal reached them: end them and the recorder here.
@@ -546,15 +547,12 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
         if recorder is not None:
             recorder.kill()
             recorder.wait()
-        if gate_dir:
-            shutil.rmtree(gate_dir, ignore_errors=True)
         raise
     finally:
         watchdog.cancel()
-    elapsed = time.monotonic() - start
+        if gate_dir:
+            shutil.rmtree(gate_dir, ignore_errors=True)
     stop_recorder(recorder, log)
-    if gate_dir:
-        shutil.rmtree(gate_dir, ignore_errors=True)
     if killed:
         status = "timeout"
     steady, printed = [], set()

@@ -36,16 +36,17 @@ def tagged(tag, but, job_only=False):
 
 def main():
     runner, build, out = sys.argv[1:4]
-    tag = f"RUNNER_INTERRUPT_TAG={os.getpid()}"
+    # Every process started from run.py inherits this variable; the test's own does not.
+    env = dict(os.environ, RUNNER_INTERRUPT_TAG=str(os.getpid()))
+    tag = f"RUNNER_INTERRUPT_TAG={os.getpid()}".encode()
     # Native mode: a killed job then leaves nothing in /dev/shm (libgomp registers
     # nothing there; a coexec segment or stock libomp's registration file would stay).
-    env = dict(os.environ, RUNNER_INTERRUPT_TAG=str(os.getpid()))
     runner_proc = subprocess.Popen(
         [sys.executable, runner, "--build", build, "--scenarios", "smoke/py-numpy", "--modes",
          "native", "--repeats", "50", "--no-plots", "--out", out],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not tagged(tag.encode(), runner_proc.pid, job_only=True):
+    while not tagged(tag, runner_proc.pid, job_only=True):
         if runner_proc.poll() is not None:
             fail(f"run.py ended ({runner_proc.returncode}) before a job was seen: "
                  f"{runner_proc.stderr.read()}")
@@ -60,7 +61,7 @@ def main():
         runner_proc.kill()
         _, err = runner_proc.communicate()
     # Whatever went wrong, leave nothing running behind.
-    left = tagged(tag.encode(), runner_proc.pid)
+    left = tagged(tag, runner_proc.pid)
     for pid in left:
         try:
             os.kill(pid, signal.SIGKILL)
