@@ -3,6 +3,7 @@
 #include "shared_scheduler.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
+#include "scheduler/thread_word.hpp"
 #include "shm/clock.hpp"
 
 #include <cassert>
@@ -94,8 +95,7 @@ void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
     // Release pairs with the waiter's acquire of `grant` after it sees the
     // word change: the CPU slot writes above are visible to the new holder.
     th.grant.store(c, std::memory_order_release);
-    th.word.fetch_add(1, std::memory_order_release);
-    wakes.add(t);
+    if (ThreadWord::move(th.word)) wakes.add(t);
 }
 
 void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
@@ -388,7 +388,7 @@ void SharedScheduler::evict_holder(int32_t c) {
     // waits for a grant, so a sleeping holder need not be woken; a spinning
     // one sees the word change and goes to sleep.
     pool_push(t);
-    s_.threads[t].word.fetch_add(1, std::memory_order_release);
+    ThreadWord::move_quietly(s_.threads[t].word);
     cpu.owner_thread.store(kNone, rlx);
     cpu.owner_proc.store(kNone, rlx);
 }

@@ -3,6 +3,7 @@
 #include "shared_scheduler.hpp"
 
 #include "receive_word.hpp"
+#include "thread_word.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
@@ -413,14 +414,13 @@ void SharedScheduler::set_label(int32_t t, std::string_view label) {
 }
 
 void SharedScheduler::wake_thread(int32_t t) {
-    // Release: the waker's writes before the wake (a task's state) are
-    // visible to the thread once it sees the word move.
-    s_.threads[t].word.fetch_add(1, std::memory_order_release);
-    futex_wake(s_.threads[t].word);
+    if (ThreadWord::move(s_.threads[t].word)) futex_wake(s_.threads[t].word);
 }
 
 void SharedScheduler::wait_word(int32_t t, uint32_t seen, uint64_t timeout_ns) {
-    futex_wait(s_.threads[t].word, seen, timeout_ns);
+    uint32_t expected;
+    if (ThreadWord::announce_sleep(s_.threads[t].word, seen, expected))
+        futex_wait(s_.threads[t].word, expected, timeout_ns);
 }
 
 void SharedScheduler::set_preemptible(int32_t proc, bool on) {

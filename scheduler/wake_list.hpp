@@ -12,7 +12,8 @@ namespace coexec::scheduler {
 
 class WakeList {
   public:
-    // One wake per grant. A locked section grants each CPU about once, but
+    // One wake per grant to a thread that sleeps (ThreadWord::move() says
+    // which). A locked section grants each CPU about once, but
     // a reap of many dead processes can grant a CPU once per process, so
     // the list may fill: then flush() wakes every thread with a grant not
     // yet taken, which covers the ones that did not fit. (No allocation:

@@ -104,7 +104,8 @@ struct alignas(64) CpuSlot {
 };
 
 // One coexec thread of some process. `word` is the futex the thread sleeps
-// on; `grant` tells it which CPU it has been given.
+// on (scheduler::ThreadWord encodes it); `grant` tells it which CPU it has
+// been given.
 struct alignas(64) ThreadSlot {
     std::atomic<uint32_t> word;
     std::atomic<int32_t> grant; // CPU index handed to the thread, or kNone

@@ -3,6 +3,7 @@
 #include "support.hpp"
 
 #include "scheduler/shared_scheduler.hpp"
+#include "scheduler/thread_word.hpp"
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"
 
@@ -574,7 +575,7 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
     // A grant to `t`, published as publish_grant() does, whose wake does not
     // fit in a list full of another thread's wakes.
     seg().threads[t].grant.store(0, std::memory_order_release);
-    seg().threads[t].word.fetch_add(1, std::memory_order_release);
+    EXPECT_TRUE(ThreadWord::move(seg().threads[t].word)) << "the waiter announced no sleep";
     WakeList w;
     for (int i = 0; i < kMaxCpus + 8; ++i)
         w.add(other);
@@ -586,4 +587,56 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
     waiter.join();
     EXPECT_LT(now_ns() - start, kLongWaitNs / 4) << "the grantee slept through its grant";
     EXPECT_EQ(sched_->take_grant(t), 0);
+}
+
+// A thread's word: a mover wakes (makes the system call) only for a thread
+// that announced its sleep, and the announcement fails once the word moved.
+TEST(ThreadWordTest, AMoverWakesOnlyAnAnnouncedSleeper) {
+    std::atomic<uint32_t> word{0};
+    EXPECT_FALSE(ThreadWord::move(word)) << "nobody sleeps: no wake";
+    uint32_t seen = word.load(), expected = 0;
+    ASSERT_TRUE(ThreadWord::announce_sleep(word, seen, expected));
+    EXPECT_EQ(word.load(), expected);
+    EXPECT_TRUE(ThreadWord::announce_sleep(word, expected, expected)) << "announced twice";
+    EXPECT_TRUE(ThreadWord::move(word)) << "the sleeper must be woken";
+    EXPECT_NE(word.load(), expected) << "the move must be seen by FUTEX_WAIT";
+    EXPECT_FALSE(ThreadWord::move(word)) << "the move cleared the announcement";
+    EXPECT_FALSE(ThreadWord::announce_sleep(word, seen, expected)) << "the word moved past seen";
+    // A quiet move (an eviction) wakes nobody, so the sleeper stays asleep
+    // and the next move must still wake it.
+    seen = word.load();
+    ASSERT_TRUE(ThreadWord::announce_sleep(word, seen, expected));
+    ThreadWord::move_quietly(word);
+    EXPECT_NE(word.load(), expected);
+    EXPECT_TRUE(ThreadWord::move(word)) << "a quiet move lost the sleeper";
+}
+
+// Ping-pong between two threads that each sleep on their own word through
+// SharedScheduler::wait_word and are woken by wake_thread(), with no
+// timeout to fall back on: a lost wake hangs the test (ctest's timeout
+// fails it). Each side sometimes yields first, as wait_for_cpu() does, so
+// moves land both before and after the announcement.
+TEST_F(SchedulerTest, ThreadWordsLoseNoWakeInAPingPong) {
+    const int32_t a = grant_cpu(add_process(), 0);
+    const int32_t b = grant_cpu(add_process(), 1);
+    constexpr int kRounds = 20'000;
+    std::atomic<int> turn{0}; // even: a's turn, odd: b's
+    auto player = [&](int32_t self, int32_t other, int parity) {
+        for (int i = 0; i < kRounds; ++i) {
+            for (;;) {
+                const uint32_t seen = seg().threads[self].word.load(std::memory_order_acquire);
+                if (turn.load(std::memory_order_acquire) % 2 == parity) break;
+                if (i % 3 == 0)
+                    std::this_thread::yield();
+                else
+                    sched_->wait_word(self, seen, 0);
+            }
+            turn.fetch_add(1, std::memory_order_acq_rel);
+            sched_->wake_thread(other);
+        }
+    };
+    std::thread tb(player, b, a, 1);
+    player(a, b, 0);
+    tb.join();
+    EXPECT_EQ(turn.load(), 2 * kRounds);
 }
