@@ -228,19 +228,23 @@ TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
         return true;
     };
     while (std::chrono::steady_clock::now() < end || !children_done()) {
-        scheduler::WakeList w;
-        auto lock = sched.lock(w);
-        const shm::Segment& s = *map.get();
-        for (int c = 0; c < s.header.cpu_count; ++c) {
-            const auto& cpu = s.cpus[c];
-            if (cpu.state.load() != shm::CpuState::Running) continue;
-            ++running_seen;
-            int32_t p = cpu.owner_proc.load(), t = cpu.owner_thread.load();
-            ASSERT_GE(p, 0);
-            ASSERT_GE(t, 0);
-            EXPECT_EQ(s.procs[p].state.load(), shm::ProcState::Alive);
-            EXPECT_EQ(s.threads[t].proc, p)
-                << "CPU " << c << " owned by a thread of another process";
+        {
+            // The lock only while sampling: held through the sleep below, it
+            // left the children the gaps between two samples to take it in.
+            scheduler::WakeList w;
+            auto lock = sched.lock(w);
+            const shm::Segment& s = *map.get();
+            for (int c = 0; c < s.header.cpu_count; ++c) {
+                const auto& cpu = s.cpus[c];
+                if (cpu.state.load() != shm::CpuState::Running) continue;
+                ++running_seen;
+                int32_t p = cpu.owner_proc.load(), t = cpu.owner_thread.load();
+                ASSERT_GE(p, 0);
+                ASSERT_GE(t, 0);
+                EXPECT_EQ(s.procs[p].state.load(), shm::ProcState::Alive);
+                EXPECT_EQ(s.threads[t].proc, p)
+                    << "CPU " << c << " owned by a thread of another process";
+            }
         }
         ++sampled;
         std::this_thread::sleep_for(1ms);
