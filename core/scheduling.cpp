@@ -20,6 +20,12 @@ using scheduler::WakeList;
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr uint64_t kWaitSliceNs = 50'000'000; // bounded sleeps, so stop is seen
+// A wait after a hand-off to a teammate yields this long before it sleeps,
+// and counts as a hit for HandBackGuess when the CPU came back without a
+// sleep and within kHandBackNs (the waiter is picked late when the holder
+// runs on: it then learns only at its next look).
+constexpr uint64_t kWaitYieldNs = 20'000;
+constexpr uint64_t kHandBackNs = 200'000;
 } // namespace
 
 scheduler::Placement Runtime::placement_of(const nosv_affinity_t& a) const {
@@ -165,17 +171,36 @@ void Runtime::kick(const Placement& where) {
 
 int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     const ThreadSlot& th = segment()->threads[self.slot];
+    // After a hand-off to a teammate (hand_to()), we may yield for a while
+    // before we sleep (HandBackGuess says when that pays): when the teammate
+    // hands the CPU back, the switch costs one sched_yield instead of its
+    // futex_wake and our futex_wait (ThreadWord tells the granter that we do
+    // not sleep). A grant of another CPU re-binds a thread whose affinity
+    // coexec sets, which moves it there at once; one that keeps its own
+    // affinity is pinned to its last CPU (where a wake would queue it too),
+    // or, with a wider mask of its own, is pulled by that CPU when it goes
+    // idle.
+    const bool yields =
+        std::exchange(self.handed_to_teammate, false) && self.hand_back.worth_yielding();
+    const uint64_t start = yields ? now_ns() : 0;
+    bool slept = !yields;
     for (;;) {
         // The word first: a grant published after this load moves it, and
         // the wait below then returns at once.
         uint32_t seq = th.word.load(std::memory_order_acquire);
         if (int32_t cpu = sched().take_grant(self.slot); cpu != kNone) {
             assert(holds(self, cpu));
+            if (yields) self.hand_back.learn(!slept && now_ns() - start < kHandBackNs);
             withdraw_if_granted(self);
             binding_->bind_to(self, cpu);
             return cpu;
         }
         if (stopping()) return kNone;
+        if (!slept && now_ns() - start < kWaitYieldNs) {
+            sched_yield();
+            continue;
+        }
+        slept = true; // the window ended: we sleep from now on
         sched().wait_word(self.slot, seq, kWaitSliceNs);
     }
 }
@@ -222,7 +247,11 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     assert(t->thread != &self);
     if (t->thread) {
         // A started task lives on its thread: hand the CPU over directly.
+        // A teammate that takes our CPU while we wait often hands it back
+        // within microseconds (we wait at the barrier it is about to
+        // reach): wait_for_cpu() yields before it sleeps.
         self.cpu = kNone;
+        self.handed_to_teammate = !can_run;
         sched().handoff_within_process(c, t->thread->slot, wakes);
         return Leave::Gone;
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/affinity.hpp"
+#include "core/hand_back.hpp"
 #include "core/task.hpp"
 #include "scheduler/keep_word.hpp"
 #include "shm/layout.hpp"
@@ -35,6 +36,11 @@ struct ThreadContext {
     nosv_task* batch[kBatch] = {};
     size_t batch_next = 0, batch_end = 0;
     bool has_batch() const { return batch_next < batch_end; }
+    // The thread gave its CPU to a teammate while it waits; its next
+    // wait_for_cpu() may yield before it sleeps, as `hand_back` guesses.
+    // Only the thread uses them.
+    bool handed_to_teammate = false;
+    HandBackGuess hand_back;
     // The parallel execution this thread runs (nosv_get_execution_id).
     uint32_t execution_id = 0;
     // The submit window of the task running here (a started task stays on
