@@ -14,6 +14,19 @@ using scheduler::WakeList;
 CpuBinding::CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity)
     : sched_(sched), affinity_(affinity), kept_seen_(size_t(sched.cpu_count())) {}
 
+void CpuBinding::adopt(ThreadContext& self) {
+    if (sched_getscheduler(0) != SCHED_OTHER) return;
+    const sched_param none{};
+    self.batch_policy = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+}
+
+void CpuBinding::release(ThreadContext& self) {
+    // Unless the thread chose a policy of its own meanwhile.
+    if (!std::exchange(self.batch_policy, false) || sched_getscheduler(0) != SCHED_BATCH) return;
+    const sched_param none{};
+    sched_setscheduler(0, SCHED_OTHER, &none);
+}
+
 void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     self.cpu = cpu;
     self.last_cpu = cpu;

@@ -1,6 +1,6 @@
 // Which CPU a thread runs on: its kernel affinity while it holds a CPU, and
 // the CPU it keeps or lends while it runs code of its own
-// (coexec_keep_cpu, coexec_lend_cpu).
+// (coexec_keep_cpu, coexec_lend_cpu); and the kernel policy it runs under.
 #pragma once
 
 #include "core/affinity.hpp"
@@ -15,6 +15,19 @@ namespace coexec::core {
 class CpuBinding {
   public:
     CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity);
+
+    // From attach (or a worker's start) to detach: the calling thread runs
+    // under SCHED_BATCH if it ran under SCHED_OTHER, and gets SCHED_OTHER
+    // back at release(); a policy the program chose is left alone. coexec
+    // decides which of its threads runs on a CPU; under SCHED_OTHER the
+    // kernel would also let a thread woken with a CPU preempt the thread that
+    // just gave it that CPU, before the giver can go to sleep. The giver then
+    // stays runnable until the kernel picks it again, milliseconds later, and
+    // interrupts the new holder to let it sleep. SCHED_BATCH threads do not
+    // preempt on wake-up; otherwise they share CPUs as SCHED_OTHER ones do
+    // (same nice weights).
+    void adopt(ThreadContext& self);
+    void release(ThreadContext& self);
 
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere.

@@ -259,6 +259,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
     ThreadContext* raw = ctx.release();
     this_thread_context() = raw;
+    binding_->adopt(*raw);
     make_ready(t, false);
     wait_for_cpu(*raw);
     t->status.relabel(TaskState::Running);
@@ -287,6 +288,7 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
             ? (std::exchange(self.pinned, false) ? Restore::yes : Restore::if_changed)
             : (restore_affinity ? Restore::yes : Restore::no);
     affinity_.remove(self.affinity, how);
+    binding_->release(self);
     delete_task(t);
     this_thread_context() = nullptr;
     delete &self;

@@ -55,6 +55,7 @@ struct ThreadContext {
     nosv_task* attach_task = nullptr; // an attached thread's own task
     bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
     bool pinned = false;              // such a thread, pinned by bind_to()
+    bool batch_policy = false;        // CpuBinding::adopt() set SCHED_BATCH
     // The thread is outside coexec (coexec_block_enter, or a thread that
     // keeps its affinity after coexec_lend_cpu/keep_cpu): a mask it sets
     // itself goes to the kernel too. Only the thread reads and writes it.

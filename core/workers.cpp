@@ -28,6 +28,7 @@ void Runtime::worker_main(ThreadContext& self) {
     affinity_.add(self.affinity, process_mask_);
     sched().set_tid(self.slot, self.affinity.tid);
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
+    binding_->adopt(self); // a worker lives as long as its thread: never released
     while (wait_for_cpu(self) != kNone) {
         // A fresh grant runs this process's work before any new decision:
         // the turn was just given to us, and with a short quantum deciding

@@ -3,7 +3,8 @@
 // pthread_getaffinity_np, the mask it had before attach (a worker: the
 // process's), however coexec pins it; a mask set on it is remembered, not
 // applied, and detach restores it. The kernel's own view is read with the
-// system call (test::kernel_affinity).
+// system call (test::kernel_affinity). Last, the kernel policy coexec gives
+// the threads it manages.
 #include "support.hpp"
 
 #include <coexec/ext.h>
@@ -592,4 +593,52 @@ TEST(Affinity, AfterShutdownCallsReachTheKernel) {
     ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
     kernel = test::kernel_affinity();
     EXPECT_TRUE(CPU_EQUAL(&kernel, &all));
+}
+
+// The kernel policy of a managed thread (CpuBinding::adopt): SCHED_BATCH
+// from attach to detach, so that a thread woken with a CPU does not preempt
+// the thread that gave it; SCHED_OTHER again after detach.
+namespace {
+void record_policy(nosv_task_t task) {
+    *static_cast<int*>(nosv_get_task_metadata(task)) = sched_getscheduler(0);
+}
+} // namespace
+
+TEST(KernelPolicy, AManagedThreadRunsUnderSchedBatchUntilDetach) {
+    Joined joined;
+    ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "policy", NOSV_ATTACH_NONE), 0);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_BATCH) << "attached";
+    nosv_task_type_t type;
+    ASSERT_EQ(nosv_type_init(&type, record_policy, nullptr, nullptr, "policy", nullptr, nullptr,
+                             NOSV_TYPE_INIT_NONE),
+              0);
+    nosv_task_t task;
+    ASSERT_EQ(nosv_create(&task, type, sizeof(int), NOSV_CREATE_NONE), 0);
+    ASSERT_EQ(nosv_submit(task, NOSV_SUBMIT_BLOCKING), 0);
+    EXPECT_EQ(*static_cast<int*>(nosv_get_task_metadata(task)), SCHED_BATCH) << "on a worker";
+    ASSERT_EQ(nosv_destroy(task, NOSV_DESTROY_NONE), 0);
+    ASSERT_EQ(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), 0);
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "detach gives SCHED_OTHER back";
+}
+
+TEST(KernelPolicy, APolicyTheProgramChoseIsLeftAlone) {
+    Joined joined;
+    const sched_param none{};
+    ASSERT_EQ(sched_setscheduler(0, SCHED_IDLE, &none), 0) << std::strerror(errno);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "policy", NOSV_ATTACH_NONE), 0);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_IDLE) << "attached";
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_IDLE) << "detached";
+    // A policy set while attached stays too.
+    ASSERT_EQ(sched_setscheduler(0, SCHED_OTHER, &none), 0);
+    ASSERT_EQ(nosv_attach(&self, nullptr, "policy", NOSV_ATTACH_NONE), 0);
+    ASSERT_EQ(sched_setscheduler(0, SCHED_IDLE, &none), 0);
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_IDLE) << "set while attached";
+    // SCHED_IDLE -> SCHED_OTHER needs no privilege since Linux 2.6.39.
+    EXPECT_EQ(sched_setscheduler(0, SCHED_OTHER, &none), 0) << std::strerror(errno);
 }
