@@ -91,11 +91,12 @@ test-fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target coexec_fuzz_targets
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
-# The in-process tests (ready queue; the whole runtime driven by many threads
+# The in-process tests (ready queue; the shared scheduler on a private segment,
+# its futex words among them; the whole runtime driven by many threads
 # on a private segment; the PoCL adapter's condvar waits) under
 # ThreadSanitizer with clang. Processes sharing a segment are out of TSan's
 # sight (it sees one process), so only what runs inside one process is checked.
-TSAN_TESTS = test-ready-queue test-torture-inprocess pocl_cond_waiters_test
+TSAN_TESTS = test-ready-queue test-scheduler test-torture-inprocess pocl_cond_waiters_test
 test-tsan: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOEXEC_TSAN=ON \
 	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY) -DCOEXEC_BUILD_BENCHMARKS=OFF
