@@ -1,5 +1,6 @@
-// Whether a thread that gave its CPU to a teammate should yield, rather
-// than sleep, while it waits for a CPU again (Runtime::wait_for_cpu).
+// Whether a thread that gave its CPU away (to a teammate, or to another
+// process) should yield, rather than sleep, while it waits for a CPU again
+// (Runtime::wait_for_cpu).
 #pragma once
 
 #include <algorithm>
@@ -9,12 +10,13 @@ namespace coexec::core {
 
 // A yielding waiter stays runnable: each time the kernel picks it, it gives
 // way again, until the CPU comes back or its window ends. That pays when the
-// teammate hands the CPU back within microseconds (a barrier both reach), and
-// only costs when the teammate runs long: then the waiter is picked about once
-// a kernel time slice until it sleeps. So a thread yields while the CPU has
-// lately come back within the window, and after a wait that ended in sleep it
-// sleeps at once for a number of waits that doubles (up to kMaxSkip) with each
-// further miss, trying the window again in between.
+// taker hands the CPU back within microseconds (a barrier both reach, a
+// partner that answers), and only costs when the taker runs long: then the
+// waiter is picked about once a kernel time slice until it sleeps. So a
+// thread yields while the CPU has lately come back within the window, and
+// after a wait that ended in sleep it sleeps at once for a number of waits
+// that doubles (up to kMaxSkip) with each further miss, trying the window
+// again in between.
 class HandBackGuess {
   public:
     // At the start of a wait after a hand-off: whether to yield first.

@@ -20,7 +20,7 @@ using scheduler::WakeList;
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr uint64_t kWaitSliceNs = 50'000'000; // bounded sleeps, so stop is seen
-// A wait after a hand-off to a teammate yields this long before it sleeps,
+// A wait after a hand-off yields this long before it sleeps,
 // and counts as a hit for HandBackGuess when the CPU came back without a
 // sleep and within kHandBackNs (the waiter is picked late when the holder
 // runs on: it then learns only at its next look).
@@ -171,17 +171,18 @@ void Runtime::kick(const Placement& where) {
 
 int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     const ThreadSlot& th = segment()->threads[self.slot];
-    // After a hand-off to a teammate (hand_to()), we may yield for a while
-    // before we sleep (HandBackGuess says when that pays): when the teammate
-    // hands the CPU back, the switch costs one sched_yield instead of its
+    // After we gave our CPU away while we wait (to a teammate in hand_to(),
+    // or to another process in leave_cpu()), we may yield for a while before
+    // we sleep (HandBackGuess says when that pays): when the CPU comes back
+    // meanwhile, the switch costs one sched_yield instead of the granter's
     // futex_wake and our futex_wait (ThreadWord tells the granter that we do
-    // not sleep). A grant of another CPU re-binds a thread whose affinity
-    // coexec sets, which moves it there at once; one that keeps its own
-    // affinity is pinned to its last CPU (where a wake would queue it too),
-    // or, with a wider mask of its own, is pulled by that CPU when it goes
-    // idle.
-    const bool yields =
-        std::exchange(self.handed_to_teammate, false) && self.hand_back.worth_yielding();
+    // not sleep). Under SCHED_BATCH (CpuBinding::adopt) the thread we woke
+    // runs once we yield. A grant of another CPU re-binds a thread whose
+    // affinity coexec sets, which moves it there at once; one that keeps its
+    // own affinity is pinned to its last CPU (where a wake would queue it
+    // too), or, with a wider mask of its own, is pulled by that CPU when it
+    // goes idle.
+    const bool yields = std::exchange(self.handed_off, false) && self.hand_back.worth_yielding();
     const uint64_t start = yields ? now_ns() : 0;
     bool slept = !yields;
     for (;;) {
@@ -229,6 +230,7 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wa
         if (decision == SharedScheduler::Next::Other) {
             return_batch(self);
             self.cpu = kNone;
+            self.handed_off = !can_run; // as in hand_to()
             return Leave::Gone;
         }
     }
@@ -249,9 +251,9 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
         // A started task lives on its thread: hand the CPU over directly.
         // A teammate that takes our CPU while we wait often hands it back
         // within microseconds (we wait at the barrier it is about to
-        // reach): wait_for_cpu() yields before it sleeps.
+        // reach): wait_for_cpu() may yield before it sleeps.
         self.cpu = kNone;
-        self.handed_to_teammate = !can_run;
+        self.handed_off = !can_run;
         sched().handoff_within_process(c, t->thread->slot, wakes);
         return Leave::Gone;
     }

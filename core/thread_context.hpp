@@ -36,10 +36,10 @@ struct ThreadContext {
     nosv_task* batch[kBatch] = {};
     size_t batch_next = 0, batch_end = 0;
     bool has_batch() const { return batch_next < batch_end; }
-    // The thread gave its CPU to a teammate while it waits; its next
-    // wait_for_cpu() may yield before it sleeps, as `hand_back` guesses.
-    // Only the thread uses them.
-    bool handed_to_teammate = false;
+    // The thread gave its CPU to another thread (a teammate, or another
+    // process's) and waits for one again; its next wait_for_cpu() may yield
+    // before it sleeps, as `hand_back` guesses. Only the thread uses them.
+    bool handed_off = false;
     HandBackGuess hand_back;
     // The parallel execution this thread runs (nosv_get_execution_id).
     uint32_t execution_id = 0;
