@@ -20,10 +20,10 @@ using scheduler::WakeList;
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 constexpr uint64_t kWaitSliceNs = 50'000'000; // bounded sleeps, so stop is seen
-// A wait after a hand-off yields this long before it sleeps,
-// and counts as a hit for HandBackGuess when the CPU came back without a
-// sleep and within kHandBackNs (the waiter is picked late when the holder
-// runs on: it then learns only at its next look).
+// A wait after a hand-off yields this long before it sleeps. It counts as a
+// hit for HandBackGuess when the CPU came back without a sleep and within
+// kHandBackNs: a waiter whose taker runs on is picked again late, and may
+// find its grant before it ever looked past the window.
 constexpr uint64_t kWaitYieldNs = 20'000;
 constexpr uint64_t kHandBackNs = 200'000;
 } // namespace
