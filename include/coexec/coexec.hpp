@@ -8,7 +8,6 @@
 #include <nosv.h>
 #include <nosv/affinity.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -125,15 +124,26 @@ inline void submit(nosv_task_t task, nosv_flags_t flags = NOSV_SUBMIT_NONE) {
 }
 
 namespace detail {
-// Completion shared by a task and whoever waits for it. A waiter inside a
+// Work outstanding, and whoever waits for it to reach zero. A waiter inside a
 // task pauses (freeing its CPU); any other thread blocks on a condition
 // variable, which is fine because it holds no coexec CPU.
-class completion {
+//
+// The waiter may destroy the countdown as soon as wait() returns, so the
+// last arrive() touches it only under its mutex: the waiter sees zero only
+// once it holds the mutex after that. What arrive() does after it unlocks
+// (resuming a paused waiter) uses copies.
+class countdown {
   public:
+    // Adds `n` to what is outstanding.
+    void add(long n = 1) {
+        std::lock_guard lock(m_);
+        pending_ += n;
+    }
+    // Returns once nothing is outstanding.
     void wait() {
         std::unique_lock lock(m_);
         if (nosv_task_t self = nosv_self()) {
-            while (!done_) {
+            while (pending_ != 0) {
                 waiter_ = self;
                 lock.unlock();
                 this_task::pause(); // a submit racing ahead of the pause is kept
@@ -141,32 +151,25 @@ class completion {
             }
             waiter_ = nullptr;
         } else {
-            cv_.wait(lock, [&] { return done_; });
+            cv_.wait(lock, [&] { return pending_ == 0; });
         }
     }
-    void signal() {
+    // One piece of work is done; the last one releases the waiter.
+    void arrive() {
         nosv_task_t waiter;
         {
             std::lock_guard lock(m_);
-            done_ = true;
+            if (--pending_ != 0) return;
             waiter = std::exchange(waiter_, nullptr);
+            cv_.notify_all(); // under the lock: see the class comment
         }
-        cv_.notify_all();
         if (waiter) nosv_submit(waiter, NOSV_SUBMIT_UNLOCKED);
-    }
-    void reset() {
-        std::lock_guard lock(m_);
-        done_ = false;
-    }
-    bool done() const {
-        std::lock_guard lock(m_);
-        return done_;
     }
 
   private:
-    mutable std::mutex m_;
+    std::mutex m_;
     std::condition_variable cv_;
-    bool done_ = false;
+    long pending_ = 0;
     nosv_task_t waiter_ = nullptr;
 };
 } // namespace detail
@@ -184,21 +187,26 @@ class task_type {
     task_type& operator=(const task_type&) = delete;
     nosv_task_type_t get() const { return type_; }
 
-    // What the metadata of each task of this type holds.
+    // What the metadata of each task of this type points to.
     struct body {
         std::function<void()> fn;
-        detail::completion done;
-        std::function<void()> on_complete;
+        detail::countdown* done; // arrived at once the task completed
+        bool one_shot;           // the body and its task are freed then
     };
 
   private:
     static body& of(nosv_task_t t) { return **static_cast<body**>(nosv_get_task_metadata(t)); }
     static void run(nosv_task_t t) { of(t).fn(); }
     static void completed(nosv_task_t t) {
-        body& b = of(t);
-        auto hook = b.on_complete; // copied: signal() may let the owner free `b`
-        b.done.signal();
-        if (hook) hook();
+        body* b = &of(t);
+        detail::countdown* done = b->done;
+        if (b->one_shot) {
+            nosv_destroy(t, NOSV_DESTROY_NONE);
+            delete b;
+        }
+        // Last: the waiter may free the countdown, and a task's owner its
+        // body and task, once it has seen the count reach zero.
+        done->arrive();
     }
     nosv_task_type_t type_ = nullptr;
 };
@@ -208,7 +216,8 @@ class task_type {
 class task {
   public:
     template <typename F>
-    task(const task_type& type, F&& fn) : body_(new task_type::body{std::forward<F>(fn), {}, {}}) {
+    task(const task_type& type, F&& fn)
+        : body_(new task_type::body{std::forward<F>(fn), &done_, false}) {
         int rc = nosv_create(&task_, type.get(), sizeof(task_type::body*), NOSV_CREATE_NONE);
         if (rc < 0) {
             delete body_;
@@ -217,7 +226,7 @@ class task {
         *static_cast<task_type::body**>(nosv_get_task_metadata(task_)) = body_;
     }
     ~task() {
-        if (submitted_) body_->done.wait();
+        if (submitted_) done_.wait();
         nosv_destroy(task_, NOSV_DESTROY_NONE);
         delete body_;
     }
@@ -231,19 +240,23 @@ class task {
     }
     // Makes the task ready (flags as nosv_submit: IMMEDIATE, UNLOCKED...).
     void submit(nosv_flags_t flags = NOSV_SUBMIT_NONE) {
-        body_->done.reset();
-        check(nosv_submit(task_, flags), "nosv_submit");
+        done_.add();
+        if (int rc = nosv_submit(task_, flags); rc < 0) {
+            done_.arrive();
+            throw error(rc, "nosv_submit");
+        }
         submitted_ = true;
     }
     // Blocks until the task completed (pausing, when called from a task).
     void wait() {
-        body_->done.wait();
+        done_.wait();
         submitted_ = false;
     }
     nosv_task_t get() const { return task_; }
 
   private:
     nosv_task_t task_ = nullptr;
+    detail::countdown done_;
     task_type::body* body_;
     bool submitted_ = false;
 };
@@ -259,7 +272,7 @@ class task_group {
     // Submits `fn` as a new task of the group's type.
     template <typename F>
     void run(F&& fn) {
-        auto* b = new task_type::body{std::forward<F>(fn), {}, {}};
+        auto* b = new task_type::body{std::forward<F>(fn), &all_done_, true};
         nosv_task_t t = nullptr;
         int rc = nosv_create(&t, type_.get(), sizeof(b), NOSV_CREATE_NONE);
         if (rc < 0) {
@@ -267,33 +280,21 @@ class task_group {
             throw error(rc, "nosv_create");
         }
         *static_cast<task_type::body**>(nosv_get_task_metadata(t)) = b;
-        b->on_complete = [this, t, b] {
-            nosv_destroy(t, NOSV_DESTROY_NONE);
-            delete b;
-            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done_.signal();
-        };
-        pending_.fetch_add(1, std::memory_order_acq_rel);
+        all_done_.add();
         rc = nosv_submit(t, NOSV_SUBMIT_NONE);
         if (rc < 0) {
-            pending_.fetch_sub(1, std::memory_order_acq_rel);
             nosv_destroy(t, NOSV_DESTROY_NONE);
             delete b;
+            all_done_.arrive();
             throw error(rc, "nosv_submit");
         }
     }
-    // Blocks until every task run so far has completed. A signal left from
-    // an earlier round only costs one more turn of the loop.
-    void wait() {
-        while (pending_.load(std::memory_order_acquire) != 0) {
-            all_done_.wait();
-            all_done_.reset();
-        }
-    }
+    // Blocks until every task run so far has completed.
+    void wait() { all_done_.wait(); }
 
   private:
     const task_type& type_;
-    std::atomic<long> pending_{0};
-    detail::completion all_done_;
+    detail::countdown all_done_;
 };
 
 } // namespace coexec

@@ -26,7 +26,8 @@ struct Countdown {
     nosv_task_t waiter;
     explicit Countdown(int n) : left(n), waiter(nosv_self()) {}
     void hit() {
-        if (left.fetch_sub(1) == 1) nosv_submit(waiter, NOSV_SUBMIT_NONE);
+        const nosv_task_t w = waiter; // first: at zero the waiter may leave
+        if (left.fetch_sub(1) == 1) nosv_submit(w, NOSV_SUBMIT_NONE);
     }
     void wait() {
         while (left.load() > 0)
