@@ -8,6 +8,7 @@
 #include <nosv.h>
 #include <nosv/affinity.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace coexec {
 
@@ -126,12 +128,13 @@ inline void submit(nosv_task_t task, nosv_flags_t flags = NOSV_SUBMIT_NONE) {
 namespace detail {
 // Work outstanding, and whoever waits for it to reach zero. A waiter inside a
 // task pauses (freeing its CPU); any other thread blocks on a condition
-// variable, which is fine because it holds no coexec CPU.
+// variable, which is fine because it holds no coexec CPU. Any number of
+// either may wait at once.
 //
-// The waiter may destroy the countdown as soon as wait() returns, so the
-// last arrive() touches it only under its mutex: the waiter sees zero only
-// once it holds the mutex after that. What arrive() does after it unlocks
-// (resuming a paused waiter) uses copies.
+// A waiter may destroy the countdown as soon as wait() returns, so the last
+// arrive() touches it only under its mutex: a waiter sees zero only once it
+// holds the mutex after that. What arrive() does after it unlocks (resuming
+// paused waiters) uses copies.
 class countdown {
   public:
     // Adds `n` to what is outstanding.
@@ -144,33 +147,35 @@ class countdown {
         std::unique_lock lock(m_);
         if (nosv_task_t self = nosv_self()) {
             while (pending_ != 0) {
-                waiter_ = self;
+                paused_.push_back(self);
                 lock.unlock();
                 this_task::pause(); // a submit racing ahead of the pause is kept
                 lock.lock();
+                // Still listed if another submit resumed us.
+                paused_.erase(std::remove(paused_.begin(), paused_.end(), self), paused_.end());
             }
-            waiter_ = nullptr;
         } else {
             cv_.wait(lock, [&] { return pending_ == 0; });
         }
     }
-    // One piece of work is done; the last one releases the waiter.
+    // One piece of work is done; the last one releases the waiters.
     void arrive() {
-        nosv_task_t waiter;
+        std::vector<nosv_task_t> paused;
         {
             std::lock_guard lock(m_);
             if (--pending_ != 0) return;
-            waiter = std::exchange(waiter_, nullptr);
+            paused.swap(paused_);
             cv_.notify_all(); // under the lock: see the class comment
         }
-        if (waiter) nosv_submit(waiter, NOSV_SUBMIT_UNLOCKED);
+        for (nosv_task_t t : paused)
+            nosv_submit(t, NOSV_SUBMIT_UNLOCKED);
     }
 
   private:
     std::mutex m_;
     std::condition_variable cv_;
     long pending_ = 0;
-    nosv_task_t waiter_ = nullptr;
+    std::vector<nosv_task_t> paused_;
 };
 } // namespace detail
 

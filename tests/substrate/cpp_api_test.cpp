@@ -63,6 +63,30 @@ TEST(CppApi, WaitsInsideATaskPauseIt) {
     EXPECT_EQ(inner.load(), 50);
 }
 
+TEST(CppApi, SeveralTasksMayWaitForOneGroup) {
+    ScopedSegment seg;
+    coexec::runtime rt; // main is not attached: the tasks get both CPUs
+    coexec::task_type type("waiters");
+    std::atomic<bool> release{false};
+    std::atomic<int> waiting{0};
+    coexec::task_group group(type);
+    group.run([&] {
+        while (!release.load(std::memory_order_acquire))
+            coexec::this_task::yield();
+    });
+    auto wait_for_group = [&] {
+        waiting.fetch_add(1, std::memory_order_acq_rel);
+        group.wait(); // pauses this task
+    };
+    coexec::task first(type, wait_for_group), second(type, wait_for_group);
+    first.submit();
+    second.submit();
+    ASSERT_TRUE(coexec::test::wait_until([&] { return waiting.load() == 2; }));
+    release.store(true, std::memory_order_release);
+    first.wait(); // hangs if the group resumed only one of its waiters
+    second.wait();
+}
+
 // A waiter may destroy the group (or task) as soon as its wait returns,
 // while the thread that completed the last task is still on its way out.
 // Until the countdown, that thread touched the group after the count had
