@@ -202,6 +202,11 @@ ConfigResult apply_setting(Config& cfg, const std::string& key, const std::strin
             return error("governor.spins must be an integer from 0 to 1000000000, not '" + value +
                          "'");
         cfg.governor_spins = uint32_t(n);
+    } else if (key == "threads.sched_batch") {
+        if (value != "true" && value != "false")
+            return error("threads.sched_batch must be true or false, not '" +
+                         printable_text(value) + "'");
+        cfg.sched_batch = value == "true";
     } else if (key == "topology.binding") {
         if (value.empty()) return error("topology.binding must not be empty");
         cfg.binding = value;

@@ -22,6 +22,7 @@ struct Config {
     GovernorPolicy governor = GovernorPolicy::Hybrid;
     uint32_t governor_spins = 10'000;
     std::string binding = "inherit";
+    bool sched_batch = true; // managed threads run under SCHED_BATCH (CpuBinding::adopt)
 };
 
 struct ConfigResult {

@@ -11,11 +11,13 @@ using namespace coexec::shm;
 using scheduler::KeepWord;
 using scheduler::WakeList;
 
-CpuBinding::CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity)
-    : sched_(sched), affinity_(affinity), kept_seen_(size_t(sched.cpu_count())) {}
+CpuBinding::CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity,
+                       bool sched_batch)
+    : sched_(sched), affinity_(affinity), sched_batch_(sched_batch),
+      kept_seen_(size_t(sched.cpu_count())) {}
 
 void CpuBinding::adopt(ThreadContext& self) {
-    if (sched_getscheduler(0) != SCHED_OTHER) return;
+    if (!sched_batch_ || sched_getscheduler(0) != SCHED_OTHER) return;
     const sched_param none{};
     self.batch_policy = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
 }

@@ -14,7 +14,8 @@ namespace coexec::core {
 
 class CpuBinding {
   public:
-    CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity);
+    // `sched_batch`: whether adopt() sets SCHED_BATCH (threads.sched_batch).
+    CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affinity, bool sched_batch);
 
     // From attach (or a worker's start) to detach: the calling thread runs
     // under SCHED_BATCH if it ran under SCHED_OTHER, and gets SCHED_OTHER
@@ -25,7 +26,7 @@ class CpuBinding {
     // stays runnable until the kernel picks it again, milliseconds later, and
     // interrupts the new holder to let it sleep. SCHED_BATCH threads do not
     // preempt on wake-up; otherwise they share CPUs as SCHED_OTHER ones do
-    // (same nice weights).
+    // (same nice weights). With threads.sched_batch=false, nothing changes.
     void adopt(ThreadContext& self);
     void release(ThreadContext& self);
 
@@ -72,6 +73,7 @@ class CpuBinding {
 
     scheduler::SharedScheduler& sched_;
     AffinityRegistry& affinity_;
+    const bool sched_batch_;
     struct KeptSighting {
         int32_t thread = shm::kNone;
         scheduler::KeepWord word;

@@ -62,7 +62,9 @@ void expect_pinned_to_held_cpu() {
 // Joins a private instance for one test (the calling thread is not attached).
 class Joined {
   public:
-    Joined() : all_(test::kernel_affinity()) { EXPECT_EQ(nosv_init(), NOSV_SUCCESS); }
+    explicit Joined(const std::string& config = "") : seg_(config), all_(test::kernel_affinity()) {
+        EXPECT_EQ(nosv_init(), NOSV_SUCCESS);
+    }
     ~Joined() {
         EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
         // Whatever a test did, the next one starts from the whole mask.
@@ -602,6 +604,21 @@ namespace {
 void record_policy(nosv_task_t task) {
     *static_cast<int*>(nosv_get_task_metadata(task)) = sched_getscheduler(0);
 }
+
+// The kernel policy a task of this process runs under on a pool worker.
+int policy_on_a_worker() {
+    nosv_task_type_t type;
+    EXPECT_EQ(nosv_type_init(&type, record_policy, nullptr, nullptr, "policy", nullptr, nullptr,
+                             NOSV_TYPE_INIT_NONE),
+              0);
+    nosv_task_t task;
+    EXPECT_EQ(nosv_create(&task, type, sizeof(int), NOSV_CREATE_NONE), 0);
+    EXPECT_EQ(nosv_submit(task, NOSV_SUBMIT_BLOCKING), 0);
+    const int policy = *static_cast<int*>(nosv_get_task_metadata(task));
+    EXPECT_EQ(nosv_destroy(task, NOSV_DESTROY_NONE), 0);
+    EXPECT_EQ(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), 0);
+    return policy;
+}
 } // namespace
 
 TEST(KernelPolicy, AManagedThreadRunsUnderSchedBatchUntilDetach) {
@@ -610,18 +627,18 @@ TEST(KernelPolicy, AManagedThreadRunsUnderSchedBatchUntilDetach) {
     nosv_task_t self;
     ASSERT_EQ(nosv_attach(&self, nullptr, "policy", NOSV_ATTACH_NONE), 0);
     EXPECT_EQ(sched_getscheduler(0), SCHED_BATCH) << "attached";
-    nosv_task_type_t type;
-    ASSERT_EQ(nosv_type_init(&type, record_policy, nullptr, nullptr, "policy", nullptr, nullptr,
-                             NOSV_TYPE_INIT_NONE),
-              0);
-    nosv_task_t task;
-    ASSERT_EQ(nosv_create(&task, type, sizeof(int), NOSV_CREATE_NONE), 0);
-    ASSERT_EQ(nosv_submit(task, NOSV_SUBMIT_BLOCKING), 0);
-    EXPECT_EQ(*static_cast<int*>(nosv_get_task_metadata(task)), SCHED_BATCH) << "on a worker";
-    ASSERT_EQ(nosv_destroy(task, NOSV_DESTROY_NONE), 0);
-    ASSERT_EQ(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), 0);
+    EXPECT_EQ(policy_on_a_worker(), SCHED_BATCH) << "on a worker";
     ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
     EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "detach gives SCHED_OTHER back";
+}
+
+TEST(KernelPolicy, SchedBatchCanBeTurnedOff) {
+    Joined joined("threads.sched_batch=false");
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "policy", NOSV_ATTACH_NONE), 0);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER) << "attached";
+    EXPECT_EQ(policy_on_a_worker(), SCHED_OTHER) << "on a worker";
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
 }
 
 TEST(KernelPolicy, APolicyTheProgramChoseIsLeftAlone) {

@@ -39,7 +39,7 @@ TEST(Config, OverridesAllDocumentedKeys) {
         "NOSV_CONFIG_OVERRIDE",
         "shared_memory.isolation_level=group,shared_memory.name=abc,scheduler.quantum_ns=5000000,"
         "governor.policy=busy,governor.spins=77,topology.binding=0-1,3,"
-        "scheduler.preempt_after_ns=0",
+        "scheduler.preempt_after_ns=0,threads.sched_batch=false",
         1);
     Config c;
     auto r = load_config(c);
@@ -51,6 +51,7 @@ TEST(Config, OverridesAllDocumentedKeys) {
     EXPECT_EQ(c.governor_spins, 77u);
     EXPECT_EQ(c.binding, "0-1,3"); // the comma inside the CPU list survives
     EXPECT_EQ(c.preempt_after_ns, 0u);
+    EXPECT_FALSE(c.sched_batch);
     EXPECT_TRUE(r.warnings.empty());
 }
 
@@ -83,7 +84,8 @@ TEST(Config, BadValuesAreErrors) {
     for (const char* bad :
          {"scheduler.quantum_ns=abc", "scheduler.quantum_ns=5", "governor.policy=fast",
           "shared_memory.isolation_level=world", "shared_memory.name=a/b", "novalue",
-          "governor.spins=-1", "scheduler.preempt_after_ns=5", "scheduler.preempt_after_ns=soon"}) {
+          "governor.spins=-1", "scheduler.preempt_after_ns=5", "scheduler.preempt_after_ns=soon",
+          "threads.sched_batch=1"}) {
         Config c;
         auto r = apply_overrides(c, bad);
         EXPECT_FALSE(r.ok) << bad;
