@@ -93,10 +93,10 @@ test-fuzz: deps
 
 # The in-process tests (ready queue; the shared scheduler on a private segment,
 # its futex words among them; the whole runtime driven by many threads
-# on a private segment; the PoCL adapter's condvar waits) under
+# on a private segment; the C++ API's waits; the PoCL adapter's condvar waits) under
 # ThreadSanitizer with clang. Processes sharing a segment are out of TSan's
 # sight (it sees one process), so only what runs inside one process is checked.
-TSAN_TESTS = test-ready-queue test-scheduler test-torture-inprocess pocl_cond_waiters_test
+TSAN_TESTS = test-ready-queue test-scheduler test-torture-inprocess test-cpp-api pocl_cond_waiters_test
 test-tsan: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOEXEC_TSAN=ON \
 	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY) -DCOEXEC_BUILD_BENCHMARKS=OFF
