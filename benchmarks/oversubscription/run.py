@@ -724,6 +724,13 @@ def noise_mark(row, kind):
     return "<" if median(co, kind) < median(ref, kind) else ">"
 
 
+def versus_better(row, kind):
+    """coexec's median over the lower of native's and passive's medians, or None."""
+    co = median(row.get("coexec"), kind)
+    refs = [m for m in (median(row.get(k), kind) for k in ("native", "passive")) if m]
+    return co / min(refs) if co is not None and refs else None
+
+
 def cell(r, alone, kind, mark=""):
     m = median(r, kind)
     if m is None:
@@ -739,14 +746,18 @@ def cell(r, alone, kind, mark=""):
 
 def table_text(results, modes, kind):
     rows = by_scenario(results)
-    head = ["scenario", "alone"] + modes
+    compared = "coexec" in modes and ("native" in modes or "passive" in modes)
+    head = ["scenario", "alone"] + modes + (["coexec/better"] if compared else [])
     lines = [head]
     for name, row in rows.items():
         alone = median(row.get("alone"), kind)
         mark = noise_mark(row, kind)
-        lines.append([name, cell(row.get("alone"), None, kind)] +
-                     [cell(row.get(m), alone, kind, mark if m == "coexec" else "")
-                      for m in modes])
+        line = [name, cell(row.get("alone"), None, kind)] + \
+            [cell(row.get(m), alone, kind, mark if m == "coexec" else "") for m in modes]
+        if compared:
+            ratio = versus_better(row, kind)
+            line.append("" if ratio is None else f"{ratio:.3f}")
+        lines.append(line)
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
     out = []
     for i, l in enumerate(lines):
@@ -788,7 +799,8 @@ def results_text(results):
 
 TABLE_LEGEND = ("coexec mark, against the better of native and passive (lower median): "
                 "~ within noise (min-max ranges overlap); < coexec faster, > coexec slower "
-                "(ranges apart); no mark: fewer than 2 repeats or no data.")
+                "(ranges apart); no mark: fewer than 2 repeats or no data. coexec/better: "
+                "coexec's median over that better median.")
 
 
 def plot(outdir, results, modes, kind):
