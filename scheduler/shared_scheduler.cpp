@@ -74,21 +74,27 @@ void SharedScheduler::format(const Discovery& found, const SegmentConfig& config
     h.unheld_cpus.store(count, std::memory_order_seq_cst);
     h.wakeable_cpus.store(count, std::memory_order_seq_cst);
     h.alive_count = 0;
-    for (auto& p : s_.procs) {
-        p.state.store(ProcState::Unused, rlx);
-        p.pool_head = kNone;
-        p.pool_size.store(0, rlx);
-        p.running_cpus.store(0, rlx);
+    // Only the slots below the high-water marks were ever used (none in a
+    // fresh segment). Those above are still all zero, that is Unused
+    // (shm/segment.cpp), and are left untouched: their pages are never
+    // faulted in until a process or a thread first takes them.
+    for (int32_t p = 0; p < std::clamp(h.procs_used, 0, kMaxProcs); ++p) {
+        ProcSlot& slot = s_.procs[p];
+        slot.state.store(ProcState::Unused, rlx);
+        slot.pool_head = kNone;
+        slot.pool_size.store(0, rlx);
+        slot.running_cpus.store(0, rlx);
     }
-    h.procs_used = 0;
-    h.threads_used = 0;
-    h.thread_free_head = kNone;
-    for (ThreadSlot& th : s_.threads) {
+    for (int32_t t = 0; t < std::clamp(h.threads_used, 0, kMaxThreads); ++t) {
+        ThreadSlot& th = s_.threads[t];
         th.state.store(ThreadState::Unused, rlx);
         th.grant.store(kNone, rlx);
         th.proc = kNone;
         th.next = kNone;
     }
+    h.procs_used = 0;
+    h.threads_used = 0;
+    h.thread_free_head = kNone;
 }
 
 // ---- processes -------------------------------------------------------

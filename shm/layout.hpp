@@ -263,7 +263,8 @@ struct alignas(64) TraceRing {
 };
 
 // The whole segment. Sized at compile time: about 6.5 MiB, 4 of them the
-// trace rings.
+// trace rings. It starts as all zero bytes and is never constructed as a
+// whole (shm/segment.cpp), so only the pages in use are allocated.
 struct Segment {
     Header header;
     CpuSlot cpus[kMaxCpus];

@@ -9,6 +9,7 @@
 #include <new>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <type_traits>
 #include <unistd.h>
 #include <utility>
 
@@ -34,6 +35,21 @@ SegmentError fail(SegmentError::Kind kind, std::string message) {
 
 std::string errno_text(const char* what, const std::string& name) {
     return std::string(what) + " " + name + ": " + std::strerror(errno);
+}
+
+// Every slot's and ring's starting state is all zero bytes: C++20 atomics
+// value-initialise to 0, the enums' Unused, Free and None are 0, and nothing
+// has a default member initializer. Constructing a Segment would write 6.5 MiB
+// of zeros over a mapping that is already zero (a fresh file, or an anonymous
+// map) and fault in every page of it, several milliseconds at each start of an
+// instance. The creator uses the zeros as they are, as every joiner uses the
+// segment it maps; pages are then allocated as the slots and the trace rings
+// are first used. The asserts keep the types such that this holds.
+static_assert(std::is_trivially_destructible_v<Segment>);
+static_assert(ThreadState::Unused == ThreadState{0} && ProcState::Unused == ProcState{0} &&
+              CpuState::Free == CpuState{0} && TraceKind::None == TraceKind{0});
+Segment* zeroed_segment(void* zero_filled) {
+    return std::launder(static_cast<Segment*>(zero_filled));
 }
 
 // Sets up a zeroed segment: identity, sizes and lock; then the initializer.
@@ -108,7 +124,7 @@ Segment* create_fresh(int fd, const SegmentOptions& options, const std::string& 
         error = fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
         return nullptr;
     }
-    format(*new (s) Segment, options);
+    format(*zeroed_segment(s), options);
     return s;
 }
 
@@ -182,7 +198,7 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
             error = fail(SegmentError::Kind::System, errno_text("cannot map", "private segment"));
             return {};
         }
-        auto* s = new (p) Segment;
+        Segment* s = zeroed_segment(p);
         format(*s, options);
         return SegmentMapping(s, -1, {});
     }

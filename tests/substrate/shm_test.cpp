@@ -253,6 +253,32 @@ TEST(Segment, SegmentOfKilledProcessIsReclaimedAtNextInit) {
     EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last process out leaves nothing behind";
 }
 
+// The segment is sized for 512 processes, 8192 threads and the trace rings,
+// but starts as the zeros of a fresh file and is never written whole: a
+// member allocates the pages it uses, not 6.5 MiB (and never faults in the
+// rest at every start of an instance).
+TEST(Segment, AMemberAllocatesOnlyThePagesItUses) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + segment_shm_name(seg.options());
+    Shared<std::atomic<long long>> allocated;
+    *allocated = -1;
+    pid_t child = test::fork_child([&] {
+        if (nosv_init() != 0) return 11;
+        nosv_task_t self = nullptr;
+        if (nosv_attach(&self, nullptr, "pages", NOSV_ATTACH_NONE) != 0) return 12;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return 13;
+        *allocated = static_cast<long long>(st.st_blocks) * 512;
+        if (nosv_detach(NOSV_DETACH_NONE) != 0) return 14;
+        return nosv_shutdown() == 0 ? 0 : 15;
+    });
+    ASSERT_EQ(test::wait_child(child, std::chrono::seconds(20)), 0);
+    EXPECT_GT(allocated->load(), 0);
+    EXPECT_LT(allocated->load(), static_cast<long long>(sizeof(Segment) / 16))
+        << "a member with one attached thread allocated " << allocated->load() << " of "
+        << sizeof(Segment) << " bytes";
+}
+
 TEST(Segment, TwoMappingsAtDifferentAddressesSeeTheSameState) {
     auto o = named(unique("twice"));
     Unlinker u{o};
