@@ -1,4 +1,4 @@
-// The four substrate benchmarks. Each forks fresh processes that run one
+// The substrate benchmarks. Each forks fresh processes that run one
 // warm-up and then `repeats` measured runs, and returns one sample per run.
 #pragma once
 
@@ -32,6 +32,14 @@ Outcome measure_same_cpu_handoff(const Options& options);
 
 // Nanoseconds per nosv_attach + nosv_detach pair on a plain pthread.
 Outcome measure_attach_detach(const Options& options);
+
+// Nanoseconds per nosv_init + nosv_shutdown pair of the only member of an
+// instance: each creates the segment and discovers the CPUs.
+Outcome measure_init_fresh(const Options& options);
+
+// The same while another process is a member: the pair only registers and
+// unregisters.
+Outcome measure_init_joining(const Options& options);
 
 // Nanoseconds per hand-off of one CPU between two processes whose attached
 // threads are strictly bound to it: each pauses after passing the turn and a

@@ -22,6 +22,8 @@ const Entry kEntries[] = {
     {{"handoff", "same-CPU pause/submit hand-off", false}, measure_same_cpu_handoff},
     {{"os-threads", "  OS floor: futex ping-pong, 2 threads/1 CPU", false}, measure_os_threads},
     {{"attach", "attach+detach (plain pthread)", false}, measure_attach_detach},
+    {{"init", "nosv_init+shutdown, first member", false}, measure_init_fresh},
+    {{"join", "  same, joining an instance in use", false}, measure_init_joining},
     {{"xproc", "cross-process relay (pause + remote submit)", false}, measure_cross_process_pause},
     {{"os-relay", "  OS floor with the same watcher relay", false}, measure_os_relay},
     {{"xready", "cross-process hand-off, partner ready", false}, measure_cross_process_ready},

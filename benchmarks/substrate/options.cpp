@@ -12,8 +12,8 @@ namespace coexec::bench {
 
 const std::vector<std::string>& benchmark_names() {
     static const std::vector<std::string> names{
-        "throughput", "submit-only", "handoff", "os-threads", "attach",
-        "xproc",      "os-relay",    "xready",  "os-procs",   "xyield"};
+        "throughput", "submit-only", "handoff",  "os-threads", "attach",   "init",
+        "join",       "xproc",       "os-relay", "xready",     "os-procs", "xyield"};
     return names;
 }
 
