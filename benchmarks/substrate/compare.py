@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 
-ROW = re.compile(r"^(?P<name>\S.*?)\s{2,}(?P<median>[0-9.]+)\s+(?P<min>[0-9.]+)\s+(?P<max>[0-9.]+)\s+(?P<unit>.+)$")
+ROW = re.compile(r"^(?P<name>\s*\S.*?)\s{2,}(?P<median>[0-9.]+)\s+(?P<min>[0-9.]+)\s+(?P<max>[0-9.]+)\s+(?P<unit>.+)$")
 
 
 def run(driver, extra):
@@ -28,7 +28,7 @@ def run(driver, extra):
         if line.startswith("versus nOS-V"):
             break  # older drivers append a fixed-figure table: not a measurement
         m = ROW.match(line)
-        if m and m["name"] != "benchmark":
+        if m and m["name"].strip() != "benchmark":
             rows[m["name"]] = (float(m["median"]), m["unit"].strip())
     return rows
 
@@ -47,7 +47,7 @@ def main():
     ratios, units, a_med, b_med = {}, {}, {}, {}
     for i in range(args.pairs):
         ra, rb = run(args.a, extra), run(args.b, extra)
-        for name in ra.keys() & rb.keys():
+        for name in (n for n in ra if n in rb):  # the drivers' own row order
             ratios.setdefault(name, []).append(rb[name][0] / ra[name][0])
             a_med.setdefault(name, []).append(ra[name][0])
             b_med.setdefault(name, []).append(rb[name][0])
@@ -55,7 +55,7 @@ def main():
         print(f"pair {i + 1}/{args.pairs} done", file=sys.stderr)
     print(f"B/A over {args.pairs} adjacent pairs (A = {args.a}, B = {args.b})")
     print(f"{'benchmark':<48} {'A median':>10} {'B median':>10}  {'B/A med':>8} {'min':>6} {'max':>6}  unit")
-    for name in sorted(ratios):
+    for name in ratios:
         r = ratios[name]
         print(f"{name:<48} {statistics.median(a_med[name]):>10.3f} {statistics.median(b_med[name]):>10.3f}"
               f"  {statistics.median(r):>8.3f} {min(r):>6.3f} {max(r):>6.3f}  {units[name]}")
