@@ -2,7 +2,8 @@
 //
 // Errors are reported one way: every failing call throws coexec::error (a
 // std::system_error whose code() is in coexec::nosv_category() and holds
-// the negative nosv code). Destructors never throw.
+// the negative nosv code). Destructors never throw (one that cannot do its
+// job ends the process with a message: countdown::wait_in_destructor).
 #pragma once
 
 #include <nosv.h>
@@ -12,6 +13,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -142,22 +145,16 @@ class countdown {
         std::lock_guard lock(m_);
         pending_ += n;
     }
-    // Returns once nothing is outstanding.
-    void wait() {
-        std::unique_lock lock(m_);
-        if (nosv_task_t self = nosv_self()) {
-            while (pending_ != 0) {
-                paused_.push_back(self);
-                lock.unlock();
-                this_task::pause(); // a submit racing ahead of the pause is kept
-                lock.lock();
-                // Still listed if another submit resumed us.
-                paused_.erase(std::remove(paused_.begin(), paused_.end(), self), paused_.end());
-            }
-        } else {
-            cv_.wait(lock, [&] { return pending_ == 0; });
-        }
-    }
+    // Returns once nothing is outstanding. Throws coexec::error when it
+    // would have to wait where a task may not pause (an execution of a
+    // parallel task) or the pause fails.
+    void wait() { wait_for_zero(false); }
+    // The same for destructors, which may not throw. An execution of a
+    // parallel task can neither pause nor give its CPU away, so blocking
+    // there could leave every CPU to waiters; with work outstanding it ends
+    // the process with a message instead (as returning would leave the work
+    // with a dangling countdown).
+    void wait_in_destructor() noexcept { wait_for_zero(true); }
     // One piece of work is done; the last one releases the waiters.
     void arrive() {
         std::vector<nosv_task_t> paused;
@@ -172,6 +169,45 @@ class countdown {
     }
 
   private:
+    // Whether `self` runs in an execution of a parallel task (degree above
+    // 1, negated once cancelled), where nosv_pause is refused. Asked before
+    // the task is listed: a listed task gets a submit from arrive().
+    static bool in_parallel_execution(nosv_task_t self) {
+        const int32_t degree = nosv_get_task_degree(self);
+        return degree > 1 || degree < -1;
+    }
+    void wait_for_zero(bool in_destructor) {
+        std::unique_lock lock(m_);
+        nosv_task_t self = nosv_self();
+        if (!self) {
+            cv_.wait(lock, [&] { return pending_ == 0; });
+            return;
+        }
+        if (pending_ != 0 && in_parallel_execution(self))
+            refuse(NOSV_ERR_INVALID_OPERATION,
+                   "wait in an execution of a parallel task, which may not pause", in_destructor);
+        while (pending_ != 0) {
+            paused_.push_back(self);
+            lock.unlock();
+            const int rc = nosv_pause(NOSV_PAUSE_NONE); // a submit racing ahead is kept
+            lock.lock();
+            // Still listed if another submit resumed us, or the pause failed.
+            paused_.erase(std::remove(paused_.begin(), paused_.end(), self), paused_.end());
+            if (rc < 0) refuse(rc, "nosv_pause", in_destructor);
+        }
+    }
+    // A wait that cannot be done: an error for wait(), the end of the
+    // process for a destructor (see wait_in_destructor).
+    [[noreturn]] static void refuse(int rc, const char* why, bool in_destructor) {
+        if (!in_destructor) throw error(rc, why);
+        std::fprintf(stderr,
+                     "coexec: a task or task_group was destroyed with tasks outstanding where it "
+                     "cannot wait for them (%s: %s); wait for them before, from an ordinary "
+                     "task or thread\n",
+                     why, nosv_get_error_string(rc));
+        std::abort();
+    }
+
     std::mutex m_;
     std::condition_variable cv_;
     long pending_ = 0;
@@ -217,7 +253,8 @@ class task_type {
 };
 
 // One task running a callable. Submit it, then wait(); it may be submitted
-// again after it completes. The destructor waits for a submitted task.
+// again after it completes. The destructor waits for a submitted task (see
+// countdown::wait_in_destructor for an execution of a parallel task).
 class task {
   public:
     template <typename F>
@@ -231,7 +268,7 @@ class task {
         *static_cast<task_type::body**>(nosv_get_task_metadata(task_)) = body_;
     }
     ~task() {
-        if (submitted_) done_.wait();
+        if (submitted_) done_.wait_in_destructor();
         nosv_destroy(task_, NOSV_DESTROY_NONE);
         delete body_;
     }
@@ -253,6 +290,8 @@ class task {
         submitted_ = true;
     }
     // Blocks until the task completed (pausing, when called from a task).
+    // Throws coexec::error in an execution of a parallel task while the
+    // task is outstanding.
     void wait() {
         done_.wait();
         submitted_ = false;
@@ -270,7 +309,7 @@ class task {
 class task_group {
   public:
     explicit task_group(const task_type& type) : type_(type) {}
-    ~task_group() { wait(); }
+    ~task_group() { all_done_.wait_in_destructor(); }
     task_group(const task_group&) = delete;
     task_group& operator=(const task_group&) = delete;
 
@@ -294,7 +333,10 @@ class task_group {
             throw error(rc, "nosv_submit");
         }
     }
-    // Blocks until every task run so far has completed.
+    // Blocks until every task run so far has completed (pausing, when called
+    // from a task). Throws coexec::error in an execution of a parallel task
+    // while tasks are outstanding. The destructor waits too (see
+    // countdown::wait_in_destructor for a parallel task's execution).
     void wait() { all_done_.wait(); }
 
   private:

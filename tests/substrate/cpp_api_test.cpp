@@ -5,8 +5,10 @@
 #include <coexec/coexec.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -132,6 +134,65 @@ TEST(CppApi, ErrorsAreThrownWithTheirNosvCode) {
         EXPECT_EQ(e.code().category(), coexec::nosv_category());
         EXPECT_EQ(e.code().value(), NOSV_ERR_OUTSIDE_TASK);
     }
+}
+
+// An execution of a parallel task may not pause: a wait with tasks
+// outstanding throws, and lists nothing that a later arrive() would submit
+// (the parallel task would get a stray submit). Execution 1 ends at once and
+// frees its CPU for the inner task, which execution 0 then sees done.
+struct ParallelWaits {
+    coexec::task_type* inner = nullptr;
+    std::atomic<int> executions{0}, ran{0}, threw{0}, other_errors{0};
+};
+
+void parallel_execution(nosv_task_t task) {
+    auto& w = **static_cast<ParallelWaits**>(nosv_get_task_metadata(task));
+    w.executions.fetch_add(1);
+    if (nosv_get_execution_id() != 0) return;
+    coexec::task_group group(*w.inner);
+    group.run([&w] { w.ran.fetch_add(1); });
+    try {
+        group.wait();
+    } catch (const coexec::error& e) {
+        (e.code().value() == NOSV_ERR_INVALID_OPERATION ? w.threw : w.other_errors).fetch_add(1);
+    }
+    // Until the inner task has completed, a wait throws; then it returns,
+    // even here, since nothing is outstanding.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+        try {
+            group.wait();
+            return;
+        } catch (const coexec::error&) {
+        }
+        if (std::chrono::steady_clock::now() > deadline) std::abort(); // see the test's output
+    }
+}
+
+TEST(CppApi, AWaitInAParallelExecutionThrowsAndLeavesNoStraySubmit) {
+    ScopedSegment seg;
+    coexec::runtime rt;
+    coexec::attach_guard main_thread("main");
+    coexec::task_type inner("inner");
+    ParallelWaits w;
+    w.inner = &inner;
+    nosv_task_type_t type = nullptr;
+    ASSERT_EQ(nosv_type_init(&type, parallel_execution, nullptr, nullptr, "parallel", nullptr,
+                             nullptr, NOSV_TYPE_INIT_NONE),
+              NOSV_SUCCESS);
+    nosv_task_t t = nullptr;
+    ASSERT_EQ(nosv_create(&t, type, sizeof(ParallelWaits*), NOSV_CREATE_PARALLEL), NOSV_SUCCESS);
+    *static_cast<ParallelWaits**>(nosv_get_task_metadata(t)) = &w;
+    nosv_set_task_degree(t, 2);
+    ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_BLOCKING), NOSV_SUCCESS);
+    // A stray submit would run the task again, on its own.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(w.executions.load(), 2);
+    EXPECT_EQ(w.threw.load(), 1);
+    EXPECT_EQ(w.other_errors.load(), 0);
+    EXPECT_EQ(w.ran.load(), 1);
+    EXPECT_EQ(nosv_destroy(t, NOSV_DESTROY_NONE), NOSV_SUCCESS);
+    EXPECT_EQ(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), NOSV_SUCCESS);
 }
 
 } // namespace
