@@ -78,14 +78,16 @@ void SharedScheduler::format(const Discovery& found, const SegmentConfig& config
     // fresh segment). Those above are still all zero, that is Unused
     // (shm/segment.cpp), and are left untouched: their pages are never
     // faulted in until a process or a thread first takes them.
-    for (int32_t p = 0; p < std::clamp(h.procs_used, 0, kMaxProcs); ++p) {
+    const int32_t procs_used = std::clamp(h.procs_used, 0, kMaxProcs);
+    const int32_t threads_used = std::clamp(h.threads_used, 0, kMaxThreads);
+    for (int32_t p = 0; p < procs_used; ++p) {
         ProcSlot& slot = s_.procs[p];
         slot.state.store(ProcState::Unused, rlx);
         slot.pool_head = kNone;
         slot.pool_size.store(0, rlx);
         slot.running_cpus.store(0, rlx);
     }
-    for (int32_t t = 0; t < std::clamp(h.threads_used, 0, kMaxThreads); ++t) {
+    for (int32_t t = 0; t < threads_used; ++t) {
         ThreadSlot& th = s_.threads[t];
         th.state.store(ThreadState::Unused, rlx);
         th.grant.store(kNone, rlx);

@@ -60,6 +60,9 @@ Outcome measure_init_joining(const Options& options) {
     Outcome outcome;
     outcome.error = children.wait_all(std::chrono::seconds(options.timeout_s));
     if (outcome.error.empty()) outcome.samples = buffer->samples();
+    if (outcome.error.empty() && int(outcome.samples.size()) != options.repeats)
+        outcome.error = "the joining child reported " + std::to_string(outcome.samples.size()) +
+                        " of " + std::to_string(options.repeats) + " samples";
     return outcome;
 }
 
