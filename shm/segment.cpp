@@ -44,7 +44,8 @@ std::string errno_text(const char* what, const std::string& name) {
 // map) and fault in every page of it, several milliseconds at each start of an
 // instance. The creator uses the zeros as they are, as every joiner uses the
 // segment it maps; pages are then allocated as the slots and the trace rings
-// are first used. The asserts keep the types such that this holds.
+// are first used. The asserts below and Segment.EverySlotStartsAsZeroBytes
+// keep the types such that this holds.
 static_assert(std::is_trivially_destructible_v<Segment>);
 static_assert(ThreadState::Unused == ThreadState{0} && ProcState::Unused == ProcState{0} &&
               CpuState::Free == CpuState{0} && TraceKind::None == TraceKind{0});

@@ -8,6 +8,7 @@
 
 #include <nosv.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -251,6 +252,29 @@ TEST(Segment, SegmentOfKilledProcessIsReclaimedAtNextInit) {
     EXPECT_EQ(seen->free_cpus.load(), seen->cpus.load()) << "CPUs of the dead process not freed";
     EXPECT_EQ(seen->unowned_cpus.load(), seen->cpus.load());
     EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last process out leaves nothing behind";
+}
+
+// A new segment is never constructed: its zero bytes are taken as every
+// slot's starting state (shm/segment.cpp). A default member initializer
+// with another value would break that; value-initializing each type over
+// other bytes shows it.
+template <typename T>
+bool starts_as_zero_bytes() {
+    alignas(T) static unsigned char buffer[sizeof(T)];
+    std::memset(buffer, 0xab, sizeof buffer);
+    T* object = new (buffer) T{};
+    const bool zero =
+        std::all_of(buffer, buffer + sizeof buffer, [](unsigned char b) { return b == 0; });
+    object->~T();
+    return zero;
+}
+
+TEST(Segment, EverySlotStartsAsZeroBytes) {
+    EXPECT_TRUE(starts_as_zero_bytes<Header>());
+    EXPECT_TRUE(starts_as_zero_bytes<CpuSlot>());
+    EXPECT_TRUE(starts_as_zero_bytes<ThreadSlot>());
+    EXPECT_TRUE(starts_as_zero_bytes<ProcSlot>());
+    EXPECT_TRUE(starts_as_zero_bytes<TraceRing>());
 }
 
 // The segment is sized for 512 processes, 8192 threads and the trace rings,
