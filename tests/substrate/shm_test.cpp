@@ -256,13 +256,14 @@ TEST(Segment, SegmentOfKilledProcessIsReclaimedAtNextInit) {
 
 // A new segment is never constructed: its zero bytes are taken as every
 // slot's starting state (shm/segment.cpp). A default member initializer
-// with another value would break that; value-initializing each type over
-// other bytes shows it.
+// with another value would break that: constructing each type over zero
+// bytes shows it (default-initialization writes only what the type's own
+// initializers and its atomics' constructors write, never the padding).
 template <typename T>
 bool starts_as_zero_bytes() {
     alignas(T) static unsigned char buffer[sizeof(T)];
-    std::memset(buffer, 0xab, sizeof buffer);
-    T* object = new (buffer) T{};
+    std::memset(buffer, 0, sizeof buffer);
+    T* object = new (buffer) T;
     const bool zero =
         std::all_of(buffer, buffer + sizeof buffer, [](unsigned char b) { return b == 0; });
     object->~T();
