@@ -139,9 +139,12 @@ TEST(CppApi, ErrorsAreThrownWithTheirNosvCode) {
 // An execution of a parallel task may not pause: a wait with tasks
 // outstanding throws, and lists nothing that a later arrive() would submit
 // (the parallel task would get a stray submit). Execution 1 ends at once and
-// frees its CPU for the inner task, which execution 0 then sees done.
+// frees its CPU for the inner task, which execution 0 then sees done. The
+// inner task holds off until the first wait is over, so that wait always
+// finds it outstanding.
 struct ParallelWaits {
     coexec::task_type* inner = nullptr;
+    std::atomic<bool> first_wait_over{false};
     std::atomic<int> executions{0}, ran{0}, threw{0}, other_errors{0};
 };
 
@@ -150,12 +153,17 @@ void parallel_execution(nosv_task_t task) {
     w.executions.fetch_add(1);
     if (nosv_get_execution_id() != 0) return;
     coexec::task_group group(*w.inner);
-    group.run([&w] { w.ran.fetch_add(1); });
+    group.run([&w] {
+        while (!w.first_wait_over.load()) {
+        }
+        w.ran.fetch_add(1);
+    });
     try {
         group.wait();
     } catch (const coexec::error& e) {
         (e.code().value() == NOSV_ERR_INVALID_OPERATION ? w.threw : w.other_errors).fetch_add(1);
     }
+    w.first_wait_over.store(true);
     // Until the inner task has completed, a wait throws; then it returns,
     // even here, since nothing is outstanding.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -165,7 +173,9 @@ void parallel_execution(nosv_task_t task) {
             return;
         } catch (const coexec::error&) {
         }
-        if (std::chrono::steady_clock::now() > deadline) std::abort(); // see the test's output
+        // The group cannot go away with its task outstanding: end the test
+        // binary rather than hang it.
+        if (std::chrono::steady_clock::now() > deadline) std::abort();
     }
 }
 
