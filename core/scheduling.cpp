@@ -5,7 +5,8 @@
 #include "shm/futex.hpp"
 
 #include <pthread.h>
-#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cassert>
 #include <utility>
@@ -198,7 +199,11 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
         }
         if (stopping()) return kNone;
         if (!slept && now_ns() - start < kWaitYieldNs) {
-            sched_yield();
+            // The raw system call: the OpenMP and TBB adapters interpose
+            // sched_yield() as a spin of their own, and mostly return from
+            // it without yielding, which would turn this window into a busy
+            // spin that keeps the taker off the CPU.
+            ::syscall(SYS_sched_yield);
             continue;
         }
         slept = true; // the window ended: we sleep from now on
