@@ -6,7 +6,6 @@
 #include "real_pthread.hpp"
 
 #include <coexec/ext.h>
-#include <sched.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -74,10 +73,10 @@ bool poll_on_cpu(pthread_cond_t* cond, pthread_mutex_t* mutex) {
         return false;
     }
     pthread_mutex_unlock(mutex);
-    // sched_yield lets a plain thread queued on this CPU (a host thread
-    // about to enqueue) run first.
+    // Yielding lets a plain thread queued on this CPU (a host thread about
+    // to enqueue) run first.
     for (const long end = now + kSliceNs; now_ns() < end && !coexec_cpu_wanted();)
-        sched_yield();
+        kernel_yield();
     pthread_mutex_lock(mutex);
     e.last_poll_end = now_ns();
     e.polled = true;

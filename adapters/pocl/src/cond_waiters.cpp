@@ -1,6 +1,6 @@
 #include "cond_waiters.hpp"
 
-#include <sched.h>
+#include "real_pthread.hpp"
 
 #include <new>
 
@@ -99,7 +99,7 @@ int CondWaiters::wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
         // (this return came from another submit); it must be done before the
         // node goes away, and then stays banked, which the count allows for.
         while (w.state.load(std::memory_order_acquire) != Waiter::kDone)
-            sched_yield();
+            kernel_yield();
         break;
     }
     for (int extra = pauses - (ours ? 1 : 0); extra > 0; --extra)

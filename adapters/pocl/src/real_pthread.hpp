@@ -2,7 +2,9 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 namespace coexec::pocl {
 
@@ -30,5 +32,12 @@ struct RealPthread {
 // Resolved once, on first use (thread-safe); aborts with a message if glibc
 // lacks one of them, since no sane fallback exists for a missing pthread call.
 const RealPthread& real_pthread();
+
+// sched_yield() as the system call. The OpenMP and TBB adapters interpose
+// sched_yield() as a spin of their own threads and mostly return from it at
+// once, so an OpenMP host thread waiting in PoCL would not give way.
+inline void kernel_yield() {
+    ::syscall(SYS_sched_yield);
+}
 
 } // namespace coexec::pocl
