@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""An ideal for the long selection's fig7 and fig8 points that includes the kernel launches.
+
+Their "alone" runs the same tasks with C++ kernels, so no launch at all. This script runs
+each point in six configurations, alternated over rounds (the order rotates each round):
+
+  cpp2   C++ kernels, 2 OpenMP threads (the runner's alone)
+  cpp1   C++ kernels, 1 thread on CPU 0
+  ocl1n  OpenCL kernels, 1 thread and 1 PoCL worker on CPU 0, native
+  ocl1c  the same under `coexec run`
+  ocl2n  OpenCL kernels, both CPUs, native (the runner's native)
+  ocl2c  the same under `coexec run` (the runner's coexec)
+
+ideal = the better serial OpenCL time x (cpp2 / cpp1): the launches' cost, sped up by the
+second CPU as much as the same tasks with C++ kernels are. Prints the medians [min-max]
+and native and coexec over that ideal.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+
+MODEL = "--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 64 --batch 4".split()
+CONFIGS = ["cpp2", "cpp1", "ocl1n", "ocl1c", "ocl2n", "ocl2c"]
+SERIAL = {"OMP_NUM_THREADS": "1", "POCL_MAX_PTHREAD_COUNT": "1"}
+
+
+def points(bin_dir, fig7, fig8):
+    """(name, C++ argv, OpenCL argv) for each point, as run.py's long selection runs them."""
+    grid = ["104"] * 3
+    for n in fig7:
+        argv = [os.path.join(bin_dir, "hpccg-clang"), *grid, "--mode", "tasks", "--tasks", str(n)]
+        yield f"fig7/tasks={n}", argv, argv + ["--task-kernel", "ocl"]
+    for tg in fig8:
+        steps = {1: 4, 2: 8, 4: 16}.get(tg, 36)  # run.py's FIG8_LONG_STEPS
+        argv = [os.path.join(bin_dir, "gpt2-clang"), *MODEL, "--steps", str(steps), "--mode",
+                "tasks", "--t-gran", str(tg), "--oc-split", "16"]
+        yield f"fig8/t-gran={tg}", argv + ["--kernel", "cpp"], argv + ["--kernel", "ocl"]
+
+
+def steady(cfg, argv, coexec):
+    env = dict(os.environ)
+    if cfg in ("cpp1", "ocl1n", "ocl1c"):
+        env.update(SERIAL)
+        argv = ["taskset", "-c", "0"] + ([coexec, "run", "--"] if cfg == "ocl1c" else []) + argv
+    elif cfg == "ocl2c":
+        argv = [coexec, "run", "--"] + argv
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+    return max(float(l.split(":")[1]) for l in out.splitlines() if l.startswith("Steady seconds:"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--fig7", default="64,128,256", help="task counts ('' for none)")
+    ap.add_argument("--fig8", default="4,8,16,32", help="tokens per task ('' for none)")
+    a = ap.parse_args()
+    bin_dir = os.path.join(a.build, "bin")
+    coexec = os.path.join(bin_dir, "coexec")
+    ints = lambda s: [int(x) for x in s.split(",") if x]
+    print("| point | " + " | ".join(CONFIGS) + " | ideal | native / ideal | coexec / ideal |")
+    print("|---" * (len(CONFIGS) + 4) + "|")
+    for name, cpp, ocl in points(bin_dir, ints(a.fig7), ints(a.fig8)):
+        t = {c: [] for c in CONFIGS}
+        for r in range(a.rounds):
+            for i in range(len(CONFIGS)):
+                c = CONFIGS[(i + r) % len(CONFIGS)]
+                t[c].append(steady(c, cpp if c.startswith("cpp") else ocl, coexec))
+        med = {c: statistics.median(v) for c, v in t.items()}
+        ideal = min(med["ocl1n"], med["ocl1c"]) * med["cpp2"] / med["cpp1"]
+        cells = [f"{med[c]:.2f} [{min(t[c]):.2f}–{max(t[c]):.2f}]" for c in CONFIGS]
+        print(f"| {name} | " + " | ".join(cells) +
+              f" | {ideal:.2f} | {med['ocl2n'] / ideal:.2f} | {med['ocl2c'] / ideal:.2f} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
