@@ -12,8 +12,8 @@ each point in six configurations, alternated over rounds (the order rotates each
   ocl2c  the same under `coexec run` (the runner's coexec)
 
 ideal = the better serial OpenCL time x (cpp2 / cpp1): the launches' cost, sped up by the
-second CPU as much as the same tasks with C++ kernels are. Prints the medians [min-max]
-and native and coexec over that ideal.
+second CPU as much as the same tasks with C++ kernels are (none where one thread runs them
+faster than two). Prints the medians [min-max] and native and coexec over that ideal.
 """
 import argparse
 import os
@@ -68,11 +68,13 @@ def main():
                 c = CONFIGS[(i + r) % len(CONFIGS)]
                 t[c].append(steady(c, cpp if c.startswith("cpp") else ocl, coexec))
         med = {c: statistics.median(v) for c, v in t.items()}
-        ideal = min(med["ocl1n"], med["ocl1c"]) * med["cpp2"] / med["cpp1"]
         cells = [f"{med[c]:.2f} [{min(t[c]):.2f}–{max(t[c]):.2f}]" for c in CONFIGS]
-        print(f"| {name} | " + " | ".join(cells) +
-              f" | {ideal:.2f} | {med['ocl2n'] / ideal:.2f} | {med['ocl2c'] / ideal:.2f} |",
-              flush=True)
+        if med["cpp2"] < med["cpp1"]:
+            ideal = min(med["ocl1n"], med["ocl1c"]) * med["cpp2"] / med["cpp1"]
+            cells += [f"{ideal:.2f}", f"{med['ocl2n'] / ideal:.2f}", f"{med['ocl2c'] / ideal:.2f}"]
+        else:  # the tasks run faster on one thread: no speed-up to scale by
+            cells += ["none: serial is faster", "", ""]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":
