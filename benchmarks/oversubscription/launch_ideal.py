@@ -20,22 +20,20 @@ import os
 import statistics
 import subprocess
 
-MODEL = "--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 64 --batch 4".split()
+import run  # the runner's catalogue: the same commands as the long selection
+
 CONFIGS = ["cpp2", "cpp1", "ocl1n", "ocl1c", "ocl2n", "ocl2c"]
 SERIAL = {"OMP_NUM_THREADS": "1", "POCL_MAX_PTHREAD_COUNT": "1"}
 
 
 def points(bin_dir, fig7, fig8):
-    """(name, C++ argv, OpenCL argv) for each point, as run.py's long selection runs them."""
-    grid = ["104"] * 3
-    for n in fig7:
-        argv = [os.path.join(bin_dir, "hpccg-clang"), *grid, "--mode", "tasks", "--tasks", str(n)]
-        yield f"fig7/tasks={n}", argv, argv + ["--task-kernel", "ocl"]
-    for tg in fig8:
-        steps = {1: 4, 2: 8, 4: 16}.get(tg, 36)  # run.py's FIG8_LONG_STEPS
-        argv = [os.path.join(bin_dir, "gpt2-clang"), *MODEL, "--steps", str(steps), "--mode",
-                "tasks", "--t-gran", str(tg), "--oc-split", "16"]
-        yield f"fig8/t-gran={tg}", argv + ["--kernel", "cpp"], argv + ["--kernel", "ocl"]
+    """(name, C++ argv, OpenCL argv) for each point, from run.py's long selection."""
+    wanted = {f"fig7/tasks={n}" for n in fig7} | {f"fig8/t-gran={g}" for g in fig8}
+    for s in run.catalogue(long=True):
+        if s.name in wanted:
+            ocl, cpp = s.jobs[0].argv, s.alone[0][0].argv
+            yield (s.name, [os.path.join(bin_dir, cpp[0]), *cpp[1:]],
+                   [os.path.join(bin_dir, ocl[0]), *ocl[1:]])
 
 
 def steady(cfg, argv, coexec):
@@ -46,7 +44,7 @@ def steady(cfg, argv, coexec):
     elif cfg == "ocl2c":
         argv = [coexec, "run", "--"] + argv
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
-    return max(float(l.split(":")[1]) for l in out.splitlines() if l.startswith("Steady seconds:"))
+    return run.steady_seconds(out)
 
 
 def main():
