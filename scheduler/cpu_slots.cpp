@@ -339,11 +339,20 @@ void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
             set_free(c); // the thread, if popped for a grant, goes back to its pool
             continue;
         }
+        // take_kept() cut short after it won the keep word: the thread's
+        // end_keep() has lost the period and will queue its task, so the
+        // take is finished here.
+        const int32_t holder = cpu.owner_thread.load(rlx);
+        if (st == CpuState::Running &&
+            KeepWord(s_.threads[holder].serial.load(rlx)).mode() == KeepWord::Mode::Taken) {
+            s_.threads[holder].state.store(ThreadState::Blocked, rlx);
+            set_free(c);
+            continue;
+        }
         // A grant that made the CPU Running but never told the thread (an
         // idle holder still marked Holding; no grant was stored yet).
-        const int32_t t = cpu.owner_thread.load(rlx);
-        if (st == CpuState::Running && s_.threads[t].state.load(rlx) == ThreadState::Holding)
-            publish_grant(c, t, wakes);
+        if (st == CpuState::Running && s_.threads[holder].state.load(rlx) == ThreadState::Holding)
+            publish_grant(c, holder, wakes);
     }
 }
 

@@ -545,6 +545,22 @@ TEST_F(SchedulerTest, RepairFreesACpuATakerMarkedBlocked) {
     EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
 }
 
+// take_kept() killed after it won the keep word, before its first store:
+// the keeper has lost its period, so repair must free the CPU before the
+// keeper, back from end_keep(), queues its task (torture: make_ready's
+// "holds a CPU" assertion).
+TEST_F(SchedulerTest, RepairFinishesATakeCutShortAfterItWonTheKeepWord) {
+    int32_t a = add_process();
+    const int32_t t = grant_cpu(a, 0);
+    const KeepWord word = sched_->begin_keep(t);
+    seg().threads[t].serial.store(word.in(KeepWord::Mode::Taken).bits()); // the taker's CAS
+    kill_a_lock_holder();
+    EXPECT_FALSE(sched_->end_keep(t, word)); // its lock repairs
+    EXPECT_FALSE(sched_->runs_elsewhere(t, kNone));
+    EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
+    EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Blocked);
+}
+
 TEST_F(SchedulerTest, RepairTellsAnIdleHolderOfAGrantCutShort) {
     int32_t a = add_process();
     const int32_t t = grant_cpu(a, 0);
