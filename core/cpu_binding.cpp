@@ -1,6 +1,7 @@
 #include "cpu_binding.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
+#include "shm/clock.hpp"
 
 #include <sched.h>
 #include <utility>
@@ -20,13 +21,39 @@ void CpuBinding::adopt(ThreadContext& self) {
     if (!sched_batch_ || sched_getscheduler(0) != SCHED_OTHER) return;
     const sched_param none{};
     self.batch_policy = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+    self.batch_guess = BatchGuess{};
 }
 
 void CpuBinding::release(ThreadContext& self) {
-    // Unless the thread chose a policy of its own meanwhile.
+    // Unless the thread chose a policy of its own meanwhile (or runs under
+    // SCHED_OTHER already, as BatchGuess had it).
     if (!std::exchange(self.batch_policy, false) || sched_getscheduler(0) != SCHED_BATCH) return;
     const sched_param none{};
     sched_setscheduler(0, SCHED_OTHER, &none);
+}
+
+void CpuBinding::woken(ThreadContext& self, int32_t cpu) {
+    if (!self.batch_policy) return;
+    const uint64_t now = now_ns();
+    switch (self.batch_guess.learn(sched_.unheld_grant_age(cpu, now), now)) {
+    case BatchGuess::Change::None:
+        return;
+    case BatchGuess::Change::ToOther:
+        switch_policy(self, SCHED_BATCH, SCHED_OTHER);
+        return;
+    case BatchGuess::Change::ToBatch:
+        switch_policy(self, SCHED_OTHER, SCHED_BATCH);
+        return;
+    }
+}
+
+void CpuBinding::switch_policy(ThreadContext& self, int from, int to) {
+    if (sched_getscheduler(0) != from) {
+        self.batch_policy = false;
+        return;
+    }
+    const sched_param none{};
+    if (sched_setscheduler(0, to, &none) != 0) self.batch_policy = false;
 }
 
 void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {

@@ -29,6 +29,10 @@ class CpuBinding {
     // (same nice weights). With threads.sched_batch=false, nothing changes.
     void adopt(ThreadContext& self);
     void release(ThreadContext& self);
+    // After the calling thread was woken with a grant of `cpu`: a thread that
+    // adopt() put under SCHED_BATCH runs under SCHED_OTHER for a while after
+    // a wake-up that waited behind a program outside coexec (BatchGuess).
+    void woken(ThreadContext& self, int32_t cpu);
 
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere.
@@ -66,6 +70,10 @@ class CpuBinding {
     // Runs the calling thread on kernel CPU `system_cpu` only, migrating it
     // there before returning (the system call: see kernel_affinity.hpp).
     static void pin_self(int32_t system_cpu);
+    // Switches the calling thread from kernel policy `from` to `to`; a
+    // thread found under another policy chose its own, and is left alone
+    // from now on.
+    static void switch_policy(ThreadContext& self, int from, int to);
     // Lends `c`, which the caller holds (Running) without running on it.
     void lend_held(ThreadContext& self, int32_t c);
     bool reclaim_kept(ThreadContext& self);

@@ -186,6 +186,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     const bool yields = std::exchange(self.handed_off, false) && self.hand_back.worth_yielding();
     const uint64_t start = yields ? now_ns() : 0;
     bool slept = !yields;
+    bool waited = false; // on the word: only a wake-up can come late (CpuBinding::woken)
     for (;;) {
         // The word first: a grant published after this load moves it, and
         // the wait below then returns at once.
@@ -195,6 +196,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
             if (yields) self.hand_back.learn(!slept && now_ns() - start < kHandBackNs);
             withdraw_if_granted(self);
             binding_->bind_to(self, cpu);
+            if (waited) binding_->woken(self, cpu);
             return cpu;
         }
         if (stopping()) return kNone;
@@ -208,6 +210,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
         }
         slept = true; // the window ended: we sleep from now on
         sched().wait_word(self.slot, seq, kWaitSliceNs);
+        waited = true;
     }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/affinity.hpp"
+#include "core/batch_guess.hpp"
 #include "core/hand_back.hpp"
 #include "core/task.hpp"
 #include "scheduler/keep_word.hpp"
@@ -56,6 +57,7 @@ struct ThreadContext {
     bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
     bool pinned = false;              // such a thread, pinned by bind_to()
     bool batch_policy = false;        // CpuBinding::adopt() set SCHED_BATCH
+    BatchGuess batch_guess;           // whether it runs under SCHED_BATCH now
     // The thread is outside coexec (coexec_block_enter, or a thread that
     // keeps its affinity after coexec_lend_cpu/keep_cpu): a mask it sets
     // itself goes to the kernel too. Only the thread reads and writes it.

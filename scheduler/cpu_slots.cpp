@@ -70,7 +70,8 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     ThreadSlot& th = s_.threads[t];
     uint64_t now = now_ns();
     // A sleeping holder given work again is woken; anything else is a grant.
-    const bool woken = cpu.state.load(rlx) == CpuState::Sleeping && cpu.owner_thread.load(rlx) == t;
+    const CpuState before = cpu.state.load(rlx);
+    const bool woken = before == CpuState::Sleeping && cpu.owner_thread.load(rlx) == t;
     if (cpu.stint_proc != th.proc) {
         close_stint(cpu, now);
         cpu.stint_proc = th.proc;
@@ -79,6 +80,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     cpu.owner_proc.store(th.proc, rlx);
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
+    cpu.handed_over.store(before == CpuState::Running, rlx);
     set_state(c, CpuState::Running);
     trace(woken ? TraceKind::Wake : TraceKind::Grant, c, t, now);
     publish_grant(c, t, wakes);
@@ -111,6 +113,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
     }
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
+    cpu.handed_over.store(true, rlx);
     trace(TraceKind::Handoff, c, t, now);
     publish_grant(c, t, wakes);
 }

@@ -83,6 +83,14 @@ bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {
     return now > since && now - since >= quantum_ns();
 }
 
+uint64_t SharedScheduler::unheld_grant_age(int32_t cpu, uint64_t now) const {
+    // Relaxed, as in stint_over(): both were stored before the grant.
+    const CpuSlot& slot = s_.cpus[cpu];
+    if (slot.handed_over.load(rlx)) return 0;
+    const uint64_t since = slot.since_ns.load(rlx);
+    return now > since ? now - since : 0;
+}
+
 int32_t SharedScheduler::running_cpus(int32_t proc) const {
     return s_.procs[proc].running_cpus.load(rlx);
 }

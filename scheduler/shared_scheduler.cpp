@@ -65,6 +65,7 @@ void SharedScheduler::format(const Discovery& found, const SegmentConfig& config
         slot.owner_proc.store(kNone, rlx);
         slot.owner_thread.store(kNone, rlx);
         slot.since_ns.store(0, rlx);
+        slot.handed_over.store(false, rlx);
         slot.turn_proc.store(kNone, rlx);
         slot.turn_start_ns.store(0, rlx);
         slot.preempt_asked_ns.store(0, rlx);

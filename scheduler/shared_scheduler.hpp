@@ -191,6 +191,11 @@ class SharedScheduler {
     // quantum at `now` (since it was granted or handed the CPU). Within a
     // process the quantum applies to its tasks: the next one may run.
     bool stint_over(int32_t cpu, uint64_t now) const;
+    // By the holder of Running `cpu`, just after it took its grant: how long
+    // before `now` the grant was made, when the CPU was unheld then; 0 when
+    // its holder handed it over (that thread may still be on its way off the
+    // kernel CPU, which says nothing about programs outside coexec).
+    uint64_t unheld_grant_age(int32_t cpu, uint64_t now) const;
 
     // ---- decisions (policy.cpp) ---------------------------------------
     // Outcome of a scheduling decision for a CPU its holder is leaving.

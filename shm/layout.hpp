@@ -17,7 +17,7 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 11;
+inline constexpr uint32_t kAbiVersion = 12;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -87,6 +87,10 @@ struct alignas(64) CpuSlot {
     std::atomic<int32_t> owner_proc;   // process slot, or kNone
     std::atomic<int32_t> owner_thread; // thread slot, or kNone
     std::atomic<uint64_t> since_ns;    // when owner_thread took it
+    // Whether owner_thread took it from a holder that had it Running (a
+    // hand-off, or a holder that gave way to another process), rather than
+    // unheld (Free, Idle, Sleeping or Lent).
+    std::atomic<bool> handed_over;
     // Round-robin between processes: written under the lock, read by
     // schedpoints without it (a stale value only delays a switch).
     std::atomic<int32_t> turn_proc;
