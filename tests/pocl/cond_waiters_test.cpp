@@ -20,6 +20,7 @@ namespace {
 using coexec::pocl::CondWaiters;
 using coexec::test::Instance;
 using coexec::test::wait_until;
+using coexec::test::wait_while_moving;
 
 // What the interposed pthread_cond_signal / _broadcast do (interpose.cpp).
 void signal_one(pthread_cond_t* cond) {
@@ -86,16 +87,20 @@ class CoexecThread {
 };
 
 // Two coexec threads hand a token back and forth through two gates many
-// times; a single lost wake-up stops the exchange.
+// times; a single lost wake-up stops the exchange. (On a loaded machine the
+// whole exchange may take longer than the test's patience; it must not
+// stand still that long.)
 TEST(CondWaiters, APingPongLosesNoWakeUp) {
     Instance instance("", /*attach=*/false);
     constexpr int kRounds = 20000;
     Gate ping, pong;
+    std::atomic<int> rounds{0};
     {
         CoexecThread a([&] {
             for (int i = 0; i < kRounds; ++i) {
                 ping.give(1, false);
                 pong.take(true);
+                rounds.store(i + 1, std::memory_order_relaxed);
             }
         });
         CoexecThread b([&] {
@@ -104,8 +109,10 @@ TEST(CondWaiters, APingPongLosesNoWakeUp) {
                 pong.give(1, i % 2 == 0);
             }
         });
-        ASSERT_TRUE(wait_until([&] { return a.done() && b.done(); }))
-            << "the exchange stopped: ping " << ping.tickets << ", pong " << pong.tickets;
+        ASSERT_TRUE(wait_while_moving([&] { return a.done() && b.done(); },
+                                      [&] { return rounds.load(std::memory_order_relaxed); }))
+            << "the exchange stopped after " << rounds.load() << " rounds: ping " << ping.tickets
+            << ", pong " << pong.tickets;
     }
 }
 

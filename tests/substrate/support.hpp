@@ -182,6 +182,26 @@ bool wait_until(Done done) {
     return true;
 }
 
+// Waits, from outside any task, until `done()`, or until `progress()` (a
+// count that only grows) stood still for kPatience: a long exchange on a
+// loaded machine may take longer than kPatience, a stopped one never moves.
+template <class Done, class Progress>
+bool wait_while_moving(Done done, Progress progress) {
+    auto last = progress();
+    auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (auto p = progress(); p != last) {
+            last = p;
+            deadline = now + kPatience;
+        } else if (now > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return true;
+}
+
 // Waits, from an attached task, until `done()` or kPatience passed;
 // yields the CPU meanwhile.
 template <class Done>
