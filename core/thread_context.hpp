@@ -56,8 +56,10 @@ struct ThreadContext {
     nosv_task* attach_task = nullptr; // an attached thread's own task
     bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
     bool pinned = false;              // such a thread, pinned by bind_to()
-    bool batch_policy = false;        // CpuBinding::adopt() set SCHED_BATCH
-    BatchGuess batch_guess;           // whether it runs under SCHED_BATCH now
+    // CpuBinding::adopt() set SCHED_BATCH, and coexec chooses the thread's
+    // policy until detach (`batch_guess` may have it under SCHED_OTHER now).
+    bool batch_policy = false;
+    BatchGuess batch_guess;
     // The thread is outside coexec (coexec_block_enter, or a thread that
     // keeps its affinity after coexec_lend_cpu/keep_cpu): a mask it sets
     // itself goes to the kernel too. Only the thread reads and writes it.
