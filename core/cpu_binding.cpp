@@ -80,6 +80,10 @@ void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     if (!self.pinned) affinity_.capture_kernel(self.affinity);
     self.pinned = true;
     pin_self(system_cpu);
+    // Pinned, the thread would wake on this CPU after a grant of another,
+    // behind its holder, and then migrate itself; granters now bind it
+    // before they wake it, as they do other threads.
+    sched_.note_binding(self.slot, cpu);
 }
 
 void CpuBinding::pin_self(int32_t system_cpu) {
@@ -96,6 +100,8 @@ void CpuBinding::forget(ThreadContext& self) {
 void CpuBinding::unpin(ThreadContext& self) {
     // Other threads keep coexec's binding until detach.
     if (!self.keeps_affinity) return;
+    // The thread holds its CPU, so no granter binds it meanwhile.
+    if (self.pinned) sched_.forget_binding(self.slot);
     affinity_.leave_cpu(self.affinity, std::exchange(self.pinned, false));
 }
 

@@ -179,10 +179,9 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     // futex_wake and our futex_wait (ThreadWord tells the granter that we do
     // not sleep). Under SCHED_BATCH (CpuBinding::adopt) the thread we woke
     // runs once we yield. A grant of another CPU re-binds a thread whose
-    // affinity coexec sets, which moves it there at once; one that keeps its
-    // own affinity is pinned to its last CPU (where a wake would queue it
-    // too), or, with a wider mask of its own, is pulled by that CPU when it
-    // goes idle.
+    // affinity coexec sets or pins (CpuBinding::bind_to), which moves it
+    // there at once; one that keeps a wider mask of its own is pulled by
+    // that CPU when it goes idle.
     const bool yields = std::exchange(self.handed_off, false) && self.hand_back.worth_yielding();
     const uint64_t start = yields ? now_ns() : 0;
     bool slept = !yields;

@@ -122,7 +122,11 @@ void SharedScheduler::bind_thread(int32_t t, int32_t c) {
     ThreadSlot& th = s_.threads[t];
     // tid 0 (a worker not started yet) would name the caller itself.
     const pid_t tid = th.tid.load(rlx);
-    if (th.bound_cpu.load(rlx) == c || tid <= 0 || th.keeps_affinity) return;
+    const int32_t bound = th.bound_cpu.load(rlx);
+    if (bound == c || tid <= 0) return;
+    // A thread that keeps its affinity is ours to move only while coexec
+    // pins it (note_binding()); otherwise its mask is its own.
+    if (th.keeps_affinity && bound == kNone) return;
     // Granters bind before they publish the grant: binding a waiting thread
     // is cheap, and the kernel then wakes it on the granted CPU. A thread
     // that binds itself after waking first runs on its previous CPU
@@ -292,6 +296,10 @@ bool SharedScheduler::take_kept(int32_t c, int32_t t, KeepWord word, WakeList& w
 int32_t SharedScheduler::take_grant(int32_t t) {
     // Acquire pairs with the granter's release store of `grant`.
     return s_.threads[t].grant.exchange(kNone, std::memory_order_acquire);
+}
+
+void SharedScheduler::note_binding(int32_t t, int32_t c) {
+    s_.threads[t].bound_cpu.store(c, rlx);
 }
 
 void SharedScheduler::forget_binding(int32_t t) {

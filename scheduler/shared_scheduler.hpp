@@ -166,8 +166,12 @@ class SharedScheduler {
     // Sets the kernel affinity of `thread` to `cpu`, unless it is bound
     // there already. Only by the thread itself, or by whoever grants it
     // `cpu` while it waits. A thread the kernel refuses (another user's) is
-    // left to bind itself.
+    // left to bind itself, and so is one that keeps its affinity while
+    // coexec has not pinned it (note_binding()).
     void bind_thread(int32_t thread, int32_t cpu);
+    // A thread that keeps its affinity pinned itself to `cpu`: until it
+    // forgets the binding, granters move it as they move other threads.
+    void note_binding(int32_t thread, int32_t cpu);
     // The thread changed its own affinity: the next bind_thread() sets it.
     void forget_binding(int32_t thread);
     // The CPU `thread`'s kernel affinity names, or kNone.

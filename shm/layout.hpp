@@ -123,7 +123,8 @@ struct alignas(64) ThreadSlot {
     // just before it publishes a grant (the thread is waiting then).
     std::atomic<int32_t> bound_cpu;
     // Set at attach and fixed until the slot is freed: coexec counts the
-    // thread on the CPUs it grants but leaves its kernel affinity alone.
+    // thread on the CPUs it grants but leaves its kernel affinity alone,
+    // except while it pins the thread (bound_cpu names a CPU then).
     bool keeps_affinity;
     // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
     // periods; scheduler::KeepWord encodes and documents it.

@@ -16,8 +16,10 @@ extern "C" {
  * coexec_block_enter() or coexec_lend_cpu(), and after nosv_detach()) it runs
  * with the affinity it had chosen, and threads it creates inherit that; a mask
  * it sets there applies at once. While it holds a CPU it runs there: coexec
- * pins it to that CPU only when the kernel has it on another one, and a mask
- * set meanwhile is applied when it next leaves the CPU (docs/affinity.md). */
+ * pins it to that CPU only when the kernel has it on another one (and, once
+ * pinned, moves it to each CPU it is granted until it leaves coexec), and a
+ * mask set meanwhile is applied when it next leaves the CPU
+ * (docs/affinity.md). */
 #define COEXEC_ATTACH_KEEP_AFFINITY ((nosv_flags_t)1 << 31)
 
 /* Gives the calling task's CPU away before the thread blocks outside coexec

@@ -656,3 +656,61 @@ TEST_F(SchedulerTest, ThreadWordsLoseNoWakeInAPingPong) {
     tb.join();
     EXPECT_EQ(turn.load(), 2 * kRounds);
 }
+
+// A thread that keeps its own affinity (COEXEC_ATTACH_KEEP_AFFINITY) is
+// moved by a granter only while coexec pins it: before, its mask is its
+// own; once it pinned itself, a grant of another CPU binds it before the
+// wake, so that it does not wake behind its old CPU's holder.
+TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinned) {
+    const cpu_set_t wide = test::kernel_affinity();
+    if (!CPU_ISSET(0, &wide) || !CPU_ISSET(1, &wide)) GTEST_SKIP() << "needs system CPUs 0 and 1";
+    std::atomic<pid_t> tid{0};
+    std::atomic<bool> done{false};
+    std::thread keeper([&] {
+        tid.store(pid_t(::syscall(SYS_gettid)));
+        while (!done.load())
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (tid.load() == 0)
+        std::this_thread::yield();
+    const int32_t p = add_process();
+    int32_t t;
+    {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        t = sched_->alloc_thread(p, tid.load(), "keeper", ThreadState::Waiting, true);
+    }
+    auto mask = [&] { return test::kernel_affinity(tid.load()); };
+    const cpu_set_t only1 = [] {
+        cpu_set_t s;
+        CPU_ZERO(&s);
+        CPU_SET(1, &s);
+        return s;
+    }();
+
+    sched_->bind_thread(t, 1);
+    cpu_set_t now = mask();
+    EXPECT_TRUE(CPU_EQUAL(&now, &wide)) << "moved before coexec pinned it";
+    EXPECT_EQ(sched_->bound_cpu(t), kNone);
+
+    sched_->note_binding(t, 0); // it pinned itself to CPU 0
+    {
+        WakeList w;
+        auto lock = sched_->lock(w);
+        add_ready(p);
+        sched_->open_receiver(p, t, 1);
+        EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
+    }
+    EXPECT_EQ(sched_->take_grant(t), 1);
+    now = mask();
+    EXPECT_TRUE(CPU_EQUAL(&now, &only1)) << "a grant of CPU 1 left the pinned keeper elsewhere";
+    EXPECT_EQ(sched_->bound_cpu(t), 1);
+
+    sched_->forget_binding(t); // it left coexec and restored its own mask
+    ASSERT_EQ(::syscall(SYS_sched_setaffinity, tid.load(), sizeof wide, &wide), 0);
+    sched_->bind_thread(t, 0);
+    now = mask();
+    EXPECT_TRUE(CPU_EQUAL(&now, &wide)) << "moved after it left coexec";
+    done.store(true);
+    keeper.join();
+}
