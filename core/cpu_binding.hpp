@@ -35,7 +35,8 @@ class CpuBinding {
     void woken(ThreadContext& self, int32_t cpu);
 
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
-    // affinity is pinned only if the kernel has it elsewhere.
+    // affinity is pinned only if the kernel has it elsewhere; once pinned,
+    // granters move it too, until unpin().
     void bind_to(ThreadContext& self, int32_t cpu);
     // The thread set a kernel mask of its own while outside coexec: the
     // next grant binds it again, even to the CPU it had.
