@@ -141,15 +141,14 @@ def catalogue(long):
     default sizes make each scenario's alone time at least 1 s on 2 idle cores, most of it
     the work rather than process start and OpenCL set-up: one HPCCG process solves `grid`;
     two processes (or MPI ranks), run one after the other when alone, solve `grid2` each;
-    GPT-2 trains `shape` for a few steps."""
+    GPT-2 trains its small model for a few steps."""
     grid = "104 104 104" if long else "88 88 88"
     grid2 = "88 88 88" if long else "72 72 72"
-    # A step of this model takes about 53 ms on 2 idle cores (C++ matmuls; the first step is
-    # warm-up, outside the steady time). 28 steps give fig8's alone reference about 1.4 s;
-    # 24 steps next to HPCCG's 72^3 solve give hpccg+gpt2 over 1 s alone (12 steps gave
-    # 0.93 s in session 13's quiet make demo, 18 steps 1.02 s).
+    # In fork-join mode a step of this model takes about 53 ms on 2 idle cores (C++ matmuls;
+    # the first step is warm-up, outside the steady time). 24 steps next to HPCCG's 72^3
+    # solve give hpccg+gpt2 over 1 s alone (12 steps gave 0.93 s in session 13's quiet make
+    # demo, 18 steps 1.02 s).
     model = "--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 64 --batch 4"
-    shape = f"{model} --steps {36 if long else 28}"
     shape2 = f"{model} --steps {28 if long else 24}"
     s = []
 
@@ -172,13 +171,11 @@ def catalogue(long):
         s.append(Scenario(f"fig7/tasks={n}", "fig7", str(n), [task], [[ref]]))
 
     # Figure 8: GPT-2 tasks, granularity sweep over time steps per block (16 channel slices).
-    # A step costs far more at fine grains (one token per task: about 2 s alone, against
-    # 0.15 s at eight), so the long selection runs fewer steps there: each point still takes
-    # 5 s or more alone, and the whole selection fits in about an hour of 5 repeats.
+    # Alone with 2 threads a step takes about 15 ms at 32 tokens per task and 180 ms at one,
+    # so 48 steps make every point run at least 1 s alone.
     for tg in ([1, 2, 4, 8, 16, 32] if long else [32]):
         args = ["--mode", "tasks", "--t-gran", str(tg), "--oc-split", "16"]
-        steps = FIG8_LONG_STEPS.get(tg) if long else None
-        sh = f"{model} --steps {steps}" if steps else shape
+        sh = f"{model} --steps {FIG8_STEPS}"
         job = gpt2("clang", sh, *args, "--kernel", "ocl")
         ref = gpt2("clang", sh, *args, "--kernel", "cpp")
         s.append(Scenario(f"fig8/t-gran={tg}", "fig8", str(tg), [job], [[ref]]))
@@ -231,8 +228,8 @@ def catalogue(long):
     return s
 
 
-# Steps of fig8's finest grains in the long selection (see catalogue()).
-FIG8_LONG_STEPS = {1: 4, 2: 8, 4: 16}
+# Training steps of every fig8 point (see catalogue()).
+FIG8_STEPS = 48
 
 DEFAULT = ["fig6/omp", "fig6/omp+ocl", "fig6/omp+tbb", "fig7/", "fig8/", "gcc/", "active/",
            "2proc/", "mpi/"]

@@ -43,6 +43,10 @@ class TaskExec final : public Exec {
         for (int i = 0; i < n; ++i)
             spawn(fn, i, fill(deps(i)));
     }
+    void funnel(int n, const DepsOf& deps) override {
+        for (int i = 0; i < n; ++i)
+            spawn(nothing_, i, fill(deps(i)));
+    }
     void step(const std::function<void()>& body) override {
 #pragma omp parallel
 #pragma omp single
@@ -91,6 +95,7 @@ class TaskExec final : public Exec {
     }
 
     char none_ = 0;
+    const std::shared_ptr<const Piece> nothing_ = std::make_shared<const Piece>([](int) {});
 };
 
 } // namespace

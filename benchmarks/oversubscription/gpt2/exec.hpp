@@ -33,6 +33,10 @@ class Exec {
     // outputs: each run must execute in order (fork-join parallelises over runs only; the
     // tasks' deps already serialise them).
     virtual void run(int n, Piece piece, DepsOf deps, int chains = 0) = 0;
+    // For every i in [0, n), a step with no work that waits for deps(i).in and then counts
+    // as having written deps(i).out, so later pieces may name one token for many. Only
+    // strategies that order pieces by their deps (tasks) do anything.
+    virtual void funnel(int /*n*/, const DepsOf& /*deps*/) {}
     // Runs `body` (which calls run) and returns when all its pieces are done.
     virtual void step(const std::function<void()>& body) = 0;
 };

@@ -43,7 +43,7 @@ struct Trainer::Impl {
         ntc = (T + g.t_gran - 1) / g.t_gran;
         nblk = B * ntc;
         nos = g.oc_split;
-        act_tok.resize(static_cast<std::size_t>(kNumActs) * L * nblk * nos);
+        act_tok.resize(static_cast<std::size_t>(kNumActs) * L * toks_per_act());
         dact_tok.resize(act_tok.size());
         param_tok.resize(static_cast<std::size_t>(kNumParams) * L * nos);
     }
@@ -65,19 +65,31 @@ struct Trainer::Impl {
     float* G(int k, int l) { return grads[k] + (layered_param(k) ? grads.size(k) / L * l : 0); }
 
     // ---- dependency tokens ----
+    // Each activation has one token per row block, which every reader names, and one per
+    // (row block, output slice) cell, written only by matmul_fwd's pieces; a funnel then
+    // writes the row's token once all its cells are done. Readers of whole activations
+    // (weight gradients, causal attention) so name one token per row block, not per cell:
+    // libomp compares every pair of a task's dependences, and per-cell lists of thousands
+    // of addresses made that comparison most of a step (docs/oversubscription.md).
+    std::size_t toks_per_act() const { return static_cast<std::size_t>(nblk) * (1 + nos); }
     const char* tok(int a, int l) const {
-        return act_tok.data() + (static_cast<std::size_t>(a) * L + l) * nblk * nos;
+        return act_tok.data() + (static_cast<std::size_t>(a) * L + l) * toks_per_act();
     }
     const char* dtok(int a, int l) const {
-        return dact_tok.data() + (static_cast<std::size_t>(a) * L + l) * nblk * nos;
+        return dact_tok.data() + (static_cast<std::size_t>(a) * L + l) * toks_per_act();
     }
     const char* ptok(int p, int l) const {
         return param_tok.data() + (static_cast<std::size_t>(p) * L + l) * nos;
     }
-    Dep blk(const char* base, int i) const { return {base, i * nos, (i + 1) * nos}; }
-    Dep cell(const char* base, int i, int o) const { return {base, i * nos + o, i * nos + o + 1}; }
-    Dep all(const char* base) const { return {base, 0, nblk * nos}; }
-    Dep causal(const char* base, int i) const { return {base, (i - i % ntc) * nos, (i + 1) * nos}; }
+    Dep blk(const char* base, int i) const { return {base, i, i + 1}; }
+    Dep cells(const char* base, int i) const {
+        return {base, nblk + i * nos, nblk + (i + 1) * nos};
+    }
+    Dep cell(const char* base, int i, int o) const {
+        return {base, nblk + i * nos + o, nblk + i * nos + o + 1};
+    }
+    Dep all(const char* base) const { return {base, 0, nblk}; }
+    Dep causal(const char* base, int i) const { return {base, i - i % ntc, i + 1}; }
     Dep pall(const char* base) const { return {base, 0, nos}; }
     Dep pcell(const char* base, int o) const { return {base, o, o + 1}; }
 
@@ -111,6 +123,12 @@ struct Trainer::Impl {
                 d.out[0] = cell(out_tok, i / nos, i % nos);
                 return d;
             });
+        exec.funnel(nblk, [=, this](int i) {
+            Deps d;
+            d.in[0] = cells(out_tok, i);
+            d.out[0] = blk(out_tok, i);
+            return d;
+        });
     }
 
     void matmul_bwd(float* dinp, const char* dinp_tok, const float* dout, const char* dout_tok,
