@@ -35,11 +35,18 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-# The main job: the oversubscription scenarios (HPCCG, GPT-2) in every mode.
-# `make demo LONG=1` runs the long selection; `make demo-substrate` shows two
-# processes sharing the CPUs through the substrate alone.
+# The main job: the oversubscription scenarios (HPCCG, GPT-2) natively, with
+# passive waits and under coexec, in about 6.5 minutes on 2 idle cores.
+# `make demo LONG=1` runs the long selection and adds the static partition;
+# MODES=native,passive,static,coexec sets the modes of either.
+# `make demo-substrate` shows two processes sharing the CPUs through the
+# substrate alone.
+DEMO_MODES_SHORT := native,passive,coexec
+DEMO_MODES_LONG := native,passive,static,coexec
 demo: build
-	python3 benchmarks/oversubscription/run.py --build $(BUILD) --repeats 3 $(if $(LONG),--long --timeout 120,--timeout 30)
+	python3 benchmarks/oversubscription/run.py --build $(BUILD) --repeats 3 \
+	  --modes $(or $(MODES),$(if $(LONG),$(DEMO_MODES_LONG),$(DEMO_MODES_SHORT))) \
+	  $(if $(LONG),--long --timeout 120,--timeout 30)
 
 demo-substrate: build
 	@bash scripts/demo.sh $(BUILD)
