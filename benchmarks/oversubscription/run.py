@@ -171,8 +171,8 @@ def catalogue(long):
         s.append(Scenario(f"fig7/tasks={n}", "fig7", str(n), [task], [[ref]]))
 
     # Figure 8: GPT-2 tasks, granularity sweep over time steps per block (16 channel slices).
-    # Alone with 2 threads a step takes about 15 ms at 32 tokens per task and 180 ms at one,
-    # so 48 steps make every point run at least 1 s alone.
+    # Alone with 2 threads a step takes about 28 ms at 32 tokens per task and 180 ms at one,
+    # so 48 steps make every point run at least 1 s alone (1.3 s at 32).
     for tg in ([1, 2, 4, 8, 16, 32] if long else [32]):
         args = ["--mode", "tasks", "--t-gran", str(tg), "--oc-split", "16"]
         sh = f"{model} --steps {FIG8_STEPS}"

@@ -70,7 +70,9 @@ struct Trainer::Impl {
     // writes the row's token once all its cells are done. Readers of whole activations
     // (weight gradients, causal attention) so name one token per row block, not per cell:
     // libomp compares every pair of a task's dependences, and per-cell lists of thousands
-    // of addresses made that comparison most of a step (docs/oversubscription.md).
+    // of addresses made that comparison most of a step (docs/oversubscription.md). Cell
+    // writers do not wait for the row's readers: each activation is written once a step,
+    // and a step ends with a taskwait.
     std::size_t toks_per_act() const { return static_cast<std::size_t>(nblk) * (1 + nos); }
     const char* tok(int a, int l) const {
         return act_tok.data() + (static_cast<std::size_t>(a) * L + l) * toks_per_act();
