@@ -115,12 +115,15 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     if (!valid(task) || flags != NOSV_DESTROY_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (task->type->external) return NOSV_ERR_INVALID_OPERATION; // ended by nosv_detach
-    // Ready, running, paused, or ended with events pending: not complete
-    // yet, and the runtime still refers to it.
-    if (task->status.state() != TaskState::Created) return NOSV_ERR_BUSY;
     // A joinable task whose completion is not counted yet (its completed
     // callback runs) or that a joiner waits for.
     if (task->join && !task->join->settled()) return NOSV_ERR_BUSY;
+    // Ready, running, paused, or ended with events pending: not complete
+    // yet, and the runtime still refers to it. A suspended task may go, as
+    // in nOS-V: nothing refers to it once its timer is cancelled.
+    const TaskState state = task->status.state();
+    if (state == TaskState::Suspended ? !rt->discard_suspended(task) : state != TaskState::Created)
+        return NOSV_ERR_BUSY;
     rt->delete_task(task);
     return NOSV_SUCCESS;
 }

@@ -114,6 +114,10 @@ class Runtime {
     void suspend_after_body(ThreadContext& self, nosv_task* task);
     // Suspended -> Ready, if still suspended (a timer fired).
     void resume_suspended(nosv_task* task);
+    // For nosv_destroy: Suspended -> Created, with its timer (if any)
+    // cancelled, so that nothing in the runtime refers to the task any more.
+    // False when it was not suspended (a submit or its timer resumed it).
+    bool discard_suspended(nosv_task* task);
     // For release_events: the last event of a task suspended with
     // EVENT_SUBMIT resumes it rather than completing it.
     bool resume_after_events(nosv_task* task);

@@ -102,6 +102,16 @@ void Runtime::resume_suspended(nosv_task* task) {
     if (task->status.transition(TaskState::Suspended, TaskState::Ready)) make_ready(task, true);
 }
 
+bool Runtime::discard_suspended(nosv_task* task) {
+    // The transition first: a timer that fires from now on finds the task
+    // not suspended and does nothing (resume_suspended). cancel() then waits
+    // for a firing in progress, under the timers' mutex, and drops the
+    // entry, so the timer thread holds no pointer to the task afterwards.
+    if (!task->status.transition(TaskState::Suspended, TaskState::Created)) return false;
+    if (std::exchange(task->suspend.timer, false)) suspend_timers_.cancel(task);
+    return true;
+}
+
 void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
     SuspendState& s = t->suspend;
     s.requested = false;

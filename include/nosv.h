@@ -99,7 +99,9 @@ int nosv_create(nosv_task_t *task, nosv_task_type_t type, size_t metadata_size,
 
 /* Frees a task that is not ready, running or paused. Safe to call from the
  * task's own completed callback. Returns NOSV_ERR_BUSY while the task has not
- * completed (ready, running, paused, or events pending). */
+ * completed (ready, running, paused, or events pending), except that a task
+ * suspended under NOSV_SUSPEND_MODE_NONE or _TIMEOUT_SUBMIT may be destroyed
+ * without being resumed (its timer is cancelled), as in nOS-V. */
 int nosv_destroy(nosv_task_t task, nosv_flags_t flags);
 
 #define NOSV_SUBMIT_NONE __ZEROBITS
