@@ -79,6 +79,16 @@ AffinityRegistry::AffinityRegistry() {
 
 void AffinityRegistry::add(AffinityRecord& rec, const cpu_set_t& visible) {
     std::lock_guard guard(mutex_);
+    list(rec, visible);
+}
+
+void AffinityRegistry::add_current(AffinityRecord& rec, const cpu_set_t& fallback) {
+    std::lock_guard guard(mutex_);
+    cpu_set_t own;
+    list(rec, kernel_own_affinity(own) ? own : fallback);
+}
+
+void AffinityRegistry::list(AffinityRecord& rec, const cpu_set_t& visible) {
     rec.mask = visible;
     rec.dirty.store(false, std::memory_order_relaxed);
     if (!enabled()) return;

@@ -76,6 +76,11 @@ class AffinityRegistry {
     // is not enabled the record still keeps the mask for the thread itself
     // (capture_kernel, leave_cpu, remove), but nobody else finds it.
     void add(AffinityRecord& rec, const cpu_set_t& visible);
+    // add() with the kernel's mask of the calling thread now (`fallback`
+    // when it cannot be read), read under the mutex: a remote set that
+    // finds no record reaches the kernel under it too, so it lands either
+    // before the read or after the record is listed, never between.
+    void add_current(AffinityRecord& rec, const cpu_set_t& fallback);
     // What remove() does with the kernel affinity of the leaving thread.
     enum class Restore {
         no,         // leave it as it is
@@ -129,7 +134,8 @@ class AffinityRegistry {
 
   private:
     AffinityRegistry();
-    AffinityRecord* find(const Target& t); // mutex held
+    AffinityRecord* find(const Target& t);                    // mutex held
+    void list(AffinityRecord& rec, const cpu_set_t& visible); // mutex held
 
     static std::atomic<AffinityRegistry*> made_;
     std::mutex mutex_;

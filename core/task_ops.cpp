@@ -236,9 +236,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     // tid is in the segment, where granters find it to pin it.
     ctx->affinity.tid = ::gettid();
     ctx->affinity.pthread = pthread_self();
-    cpu_set_t own;
-    if (!scheduler::kernel_own_affinity(own)) own = process_mask_;
-    affinity_.add(ctx->affinity, own);
+    affinity_.add_current(ctx->affinity, process_mask_);
     WakeList wakes;
     {
         auto lock = sched().lock(wakes);

@@ -377,6 +377,50 @@ TEST(Affinity, ConcurrentAttachAndDetachWhileOthersQueryAndSet) {
     EXPECT_GT(queries.load(), 0);
 }
 
+// A remote set that lands while a thread attaches is kept: whichever side
+// of the registration it falls on, the thread has that mask after detach.
+// (The mask attach registered was once read before the registry's mutex
+// was taken; a set between the two was undone at detach, as nOS-V's own
+// affinity-support test showed.)
+TEST(Affinity, ARemoteSetRacingAnAttachIsNotUndoneByTheDetach) {
+    Joined joined;
+    if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
+    constexpr int kRounds = 3000;
+    const cpu_set_t masks[2] = {joined.all(), only(other_cpu(joined.all(), -1))};
+    std::atomic<pid_t> tid{0};
+    std::atomic<int> round{-1}, attached_round{-1};
+    std::atomic<long> lost{0};
+    std::atomic<bool> checked{false};
+    std::thread churn([&] {
+        tid.store(pid_t(::gettid()));
+        for (int r = 0; r < kRounds; ++r) {
+            while (round.load() != r)
+                std::this_thread::yield();
+            nosv_task_t t;
+            if (nosv_attach(&t, nullptr, "churn", NOSV_ATTACH_NONE) == 0)
+                nosv_detach(NOSV_DETACH_NONE);
+            attached_round.store(r);
+        }
+        while (!checked.load()) // alive (its tid valid) for the last check
+            std::this_thread::yield();
+    });
+    while (tid.load() == 0)
+        std::this_thread::yield();
+    ASSERT_EQ(sched_setaffinity(tid.load(), sizeof masks[1], &masks[1]), 0);
+    for (int r = 0; r < kRounds; ++r) {
+        const cpu_set_t& want = masks[r % 2];
+        round.store(r); // the churn thread attaches while we set
+        EXPECT_EQ(sched_setaffinity(tid.load(), sizeof want, &want), 0);
+        while (attached_round.load() != r)
+            std::this_thread::yield();
+        const cpu_set_t kernel = test::kernel_affinity(tid.load());
+        if (!CPU_EQUAL(&kernel, &want)) lost.fetch_add(1);
+    }
+    checked.store(true);
+    churn.join();
+    EXPECT_EQ(lost.load(), 0) << "of " << kRounds << " sets";
+}
+
 TEST(Affinity, OutsideCoexecAThreadsOwnSetReachesTheKernel) {
     Joined joined;
     if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
