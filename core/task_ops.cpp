@@ -2,7 +2,6 @@
 // schedpoint, attach/detach and the block extension.
 #include "runtime.hpp"
 
-#include "scheduler/kernel_affinity.hpp"
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 
