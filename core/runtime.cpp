@@ -37,6 +37,15 @@ void warn(const std::string& text) {
     std::fprintf(stderr, "coexec: %s\n", text.c_str());
 }
 
+// Before fork(): no thread of the runtime is still starting (ThreadStarts).
+// A thread inside init or shutdown is not waited for: the runtime may be
+// gone, or its workers may be what that thread waits for.
+void settle_before_fork() {
+    std::unique_lock guard(init_mutex(), std::try_to_lock);
+    if (!guard) return;
+    if (Runtime* rt = Runtime::get()) rt->await_thread_starts();
+}
+
 // After fork() the child is not a member of the instance: it forgets the
 // parent's runtime without touching the segment, and may nosv_init anew.
 void forget_after_fork() {
@@ -81,15 +90,18 @@ int Runtime::init(InitOwner owner, bool quiet) {
         // The affinity registry's mutex is held across fork(), so that the
         // child's copy of the list is whole (the registry exists from here on).
         AffinityRegistry::instance();
-        pthread_atfork([] { AffinityRegistry::instance().before_fork(); },
-                       [] { AffinityRegistry::instance().after_fork_parent(); },
-                       [] {
-                           ThreadContext* self = this_thread_context();
-                           AffinityRegistry::instance().after_fork_child(self ? &self->affinity
-                                                                              : nullptr);
-                           instance_.store(nullptr, std::memory_order_relaxed);
-                           forget_after_fork();
-                       });
+        pthread_atfork(
+            [] {
+                settle_before_fork();
+                AffinityRegistry::instance().before_fork();
+            },
+            [] { AffinityRegistry::instance().after_fork_parent(); },
+            [] {
+                ThreadContext* self = this_thread_context();
+                AffinityRegistry::instance().after_fork_child(self ? &self->affinity : nullptr);
+                instance_.store(nullptr, std::memory_order_relaxed);
+                forget_after_fork();
+            });
     });
     // A process that exits without its last nosv_shutdown() (PoCL leaves its
     // workers parked at exit, so its adapter cannot shut down) must not
@@ -173,7 +185,7 @@ int Runtime::start(bool quiet) {
         return NOSV_ERR_OUT_OF_MEMORY;
     }
     preemption_.install();
-    monitor_ = std::thread([this] { monitor_main(); });
+    monitor_ = thread_starts_.launch([this] { monitor_main(); });
     return NOSV_SUCCESS;
 }
 

@@ -22,6 +22,7 @@
 #include "core/task.hpp"
 #include "core/task_pool.hpp"
 #include "core/thread_context.hpp"
+#include "core/thread_starts.hpp"
 #include "core/worker_pool.hpp"
 
 #include <atomic>
@@ -47,6 +48,9 @@ class Runtime {
     // At exit (or when libcoexec is unloaded) with no last shutdown: see
     // Membership::drop_name_if_alone().
     static void exit_without_shutdown();
+    // Returns once no thread the runtime created is still starting (see
+    // ThreadStarts); fork() calls it.
+    void await_thread_starts() const { thread_starts_.await(); }
     // The runtime, or null before init / after the last shutdown.
     static Runtime* get() { return instance_.load(std::memory_order_acquire); }
 
@@ -137,7 +141,7 @@ class Runtime {
 
     Runtime()
         : affinity_(AffinityRegistry::instance()), idle_(*this), workers_(*this),
-          preemption_(*this) {}
+          preemption_(*this), suspend_timers_(thread_starts_) {}
     int start(bool quiet);
     // Reports why start() fails (printed unless quiet) and keeps it.
     void fail_reason(const std::string& why, bool quiet);
@@ -239,6 +243,7 @@ class Runtime {
     Membership member_;
     std::optional<CpuBinding> binding_; // made once the segment is joined
     IdlePolicy idle_;
+    ThreadStarts thread_starts_; // of workers_, monitor_ and suspend_timers_
     WorkerPool workers_;
     Preemption preemption_;
 

@@ -33,7 +33,7 @@ SuspendTimers::Armed SuspendTimers::arm(nosv_task* task, uint64_t deadline_ns, F
     if (!thread_.joinable()) {
         fire_ = std::move(fire);
         try {
-            thread_ = std::thread([this] { main(); });
+            thread_ = starts_.launch([this] { main(); });
         } catch (const std::system_error&) {
             return Armed::Failed;
         }

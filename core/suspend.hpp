@@ -4,6 +4,8 @@
 // resumes the tasks suspended with NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT.
 #pragma once
 
+#include "core/thread_starts.hpp"
+
 #include <nosv.h>
 
 #include <condition_variable>
@@ -38,7 +40,7 @@ class SuspendTimers {
   public:
     using Fire = std::function<void(nosv_task*)>;
 
-    SuspendTimers() = default;
+    explicit SuspendTimers(ThreadStarts& starts) : starts_(starts) {}
     ~SuspendTimers() { stop(); }
     SuspendTimers(const SuspendTimers&) = delete;
     SuspendTimers& operator=(const SuspendTimers&) = delete;
@@ -63,6 +65,7 @@ class SuspendTimers {
   private:
     void main();
 
+    ThreadStarts& starts_; // the runtime's: launches the timer thread
     std::mutex mutex_;
     std::condition_variable changed_;
     std::multimap<uint64_t, nosv_task*> due_; // deadline -> task

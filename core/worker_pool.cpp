@@ -43,7 +43,7 @@ bool WorkerPool::spawn(bool warn) {
         return false;
     }
     unblocked_.fetch_add(1, rlx);
-    raw->thread = std::thread([this, raw] { rt_.worker_main(*raw); });
+    raw->thread = rt_.thread_starts_.launch([this, raw] { rt_.worker_main(*raw); });
     workers_.push_back(std::move(ctx));
     return true;
 }
