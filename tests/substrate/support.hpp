@@ -202,15 +202,16 @@ bool wait_while_moving(Done done, Progress progress) {
     return true;
 }
 
-// Waits, from an attached task, until `done()` or kPatience passed;
-// yields the CPU meanwhile.
+// Waits, from an attached task, until `done()` or kPatience passed. The
+// task sleeps off its CPU between looks (nosv_waitfor), so what it waits
+// for can run there; a sleep in the OS would keep the CPU, and the
+// process's tasks would run only at each look.
 template <class Done>
 bool yield_until(Done done) {
     const auto deadline = std::chrono::steady_clock::now() + kPatience;
     while (!done()) {
         if (std::chrono::steady_clock::now() > deadline) return false;
-        EXPECT_EQ(nosv_yield(NOSV_YIELD_NONE), NOSV_SUCCESS);
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        EXPECT_EQ(nosv_waitfor(100'000, nullptr), NOSV_SUCCESS);
     }
     return true;
 }
