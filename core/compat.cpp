@@ -26,6 +26,7 @@
 #include "core/thread_context.hpp"
 #include "shm/futex.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -153,24 +154,25 @@ void wait(SpinLock& guard, Waiter& w) {
     }
 }
 
-// Nanoseconds from now until `abstime` on CLOCK_REALTIME; <= 0 when past.
+// Nanoseconds from now until `abstime` on CLOCK_MONOTONIC; <= 0 when past.
+// As nOS-V does, the deadline is tv_sec seconds plus tv_nsec nanoseconds,
+// whatever tv_nsec holds (its tests add to tv_nsec without carrying);
+// 128-bit sums keep a far deadline (tv_sec near its maximum) from
+// overflowing.
 int64_t ns_until(const timespec& abstime) {
     timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return (int64_t(abstime.tv_sec) - int64_t(now.tv_sec)) * 1'000'000'000 +
-           (int64_t(abstime.tv_nsec) - int64_t(now.tv_nsec));
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const __int128 left = (__int128(abstime.tv_sec) - now.tv_sec) * 1'000'000'000 +
+                          (__int128(abstime.tv_nsec) - now.tv_nsec);
+    return int64_t(std::clamp<__int128>(left, INT64_MIN, INT64_MAX));
 }
 
-bool valid_abstime(const timespec* t) {
-    return t && t->tv_nsec >= 0 && t->tv_nsec < 1'000'000'000;
-}
-
-// Blocks until `w` is granted (true) or `abstime` passes (false: `w` is
-// then off `queue`). The race between the deadline and a grant is decided
-// under the guard: a waiter still queued at its deadline removes itself
-// and times out; one already taken off the queue was granted, and its wait
-// counts as woken, whatever the clock says.
-bool wait_until(SpinLock& guard, WaitQueue& queue, Waiter& w, const timespec& abstime) {
+// Blocks until `w` is granted or `abstime` passes (then `w` is off
+// `queue`). The race between the deadline and a grant is decided under the
+// guard: a waiter still queued at its deadline removes itself and times
+// out; one already taken off the queue was granted, and its wait counts as
+// woken, whatever the clock says.
+void wait_until(SpinLock& guard, WaitQueue& queue, Waiter& w, const timespec& abstime) {
     for (;;) {
         const int64_t left = ns_until(abstime);
         if (left > 0) {
@@ -187,11 +189,11 @@ bool wait_until(SpinLock& guard, WaitQueue& queue, Waiter& w, const timespec& ab
             // No one else wakes this task (see the header), so the word
             // holds no other wake.
             if (w.task) w.task->deadline.clear();
-            return true;
+            return;
         }
         if (left <= 0) {
             queue.remove(&w);
-            return false;
+            return;
         }
     }
 }
@@ -308,13 +310,14 @@ int cond_wait(Cond& c, Guard mutex, const timespec* abstime) {
         if (banked) nosv_pause(NOSV_PAUSE_NONE);
         return rc;
     }
-    int rc = 0;
     if (!abstime)
         wait(c.guard, w);
-    else if (!wait_until(c.guard, c.queue, w, *abstime))
-        rc = ETIMEDOUT;
+    else
+        // As in nOS-V, a wait that its deadline ended returns 0 too: the
+        // caller re-checks its condition, as after any wake-up.
+        wait_until(c.guard, c.queue, w, *abstime);
     mutex.retake();
-    return rc;
+    return 0;
 }
 
 void cond_wake(Cond& c, bool all) {
@@ -563,7 +566,7 @@ COEXEC_API int nosv_cond_timedwait(nosv_cond_t* cond, nosv_mutex_t* mutex,
                                    const struct timespec* abstime) {
     Cond* c = impl<Cond>(cond);
     Mutex* m = impl<Mutex>(mutex);
-    if (!c || !m || !valid_abstime(abstime)) return EINVAL;
+    if (!c || !m || !abstime) return EINVAL;
     if (int e = task_context_error(true)) return e;
     if (m->word.load(relaxed) == kFree) return EPERM;
     RuntimeSection section;
@@ -581,7 +584,7 @@ COEXEC_API int nosv_cond_wait_pthread(nosv_cond_t* cond, pthread_mutex_t* mutex)
 COEXEC_API int nosv_cond_timedwait_pthread(nosv_cond_t* cond, pthread_mutex_t* mutex,
                                            const struct timespec* abstime) {
     Cond* c = impl<Cond>(cond);
-    if (!c || !mutex || !valid_abstime(abstime)) return EINVAL;
+    if (!c || !mutex || !abstime) return EINVAL;
     if (int e = task_context_error(true)) return e;
     RuntimeSection section;
     return cond_wait(*c, PthreadGuard{mutex}, abstime);

@@ -6,7 +6,7 @@
  * it through. A pthread primitive would instead hold the CPU, idle, until it
  * returned (and deadlock when the holder needs that CPU to let it through).
  *
- * Return values are POSIX error numbers (0, EINVAL, EBUSY, ETIMEDOUT, ...),
+ * Return values are POSIX error numbers (0, EINVAL, EBUSY, EPERM, ...),
  * not nosv error codes, so that these calls replace the pthread ones one for
  * one.
  *
@@ -165,8 +165,8 @@ int nosv_condattr_init(nosv_condattr_t *attr);
 int nosv_condattr_destroy(nosv_condattr_t *attr);
 
 /* Makes `cond` a condition variable with no waiters. `condattr` may be NULL.
- * Timed waits measure CLOCK_REALTIME, as pthread's default. EINVAL when
- * cond is NULL. */
+ * Timed waits measure CLOCK_MONOTONIC, as in nOS-V. EINVAL when cond is
+ * NULL. */
 int nosv_cond_init(nosv_cond_t *cond, const nosv_condattr_t *condattr);
 
 /* Ends a condition variable. EINVAL when cond is NULL, EBUSY while some
@@ -189,12 +189,14 @@ int nosv_cond_broadcast(nosv_cond_t *cond);
  * locked. */
 int nosv_cond_wait(nosv_cond_t *cond, nosv_mutex_t *mutex);
 
-/* nosv_cond_wait() with a deadline: `abstime` is an absolute CLOCK_REALTIME
- * time. Returns ETIMEDOUT (with the mutex locked again) when the deadline
- * passes first; a signal before it ends the wait at once. A signal that
- * races with the deadline is either consumed by this wait (it returns 0) or
- * left for another waiter, never lost. EINVAL also when abstime is NULL or
- * its tv_nsec is outside [0, 1e9). */
+/* nosv_cond_wait() with a deadline: `abstime` is an absolute CLOCK_MONOTONIC
+ * time, as in nOS-V. The wait ends at the deadline or at a signal before it,
+ * whichever comes first, and returns 0 either way (as nOS-V does, with the
+ * mutex locked again): re-check the condition, as after any wake-up. A
+ * signal that races with the deadline is either consumed by this wait or
+ * left for another waiter, never lost. The deadline is tv_sec seconds plus
+ * tv_nsec nanoseconds, as nOS-V reads it, even when tv_nsec is outside
+ * [0, 1e9). EINVAL also when abstime is NULL. */
 int nosv_cond_timedwait(nosv_cond_t *cond, nosv_mutex_t *mutex, const struct timespec *abstime);
 
 /* nosv_cond_wait() with a pthread mutex as the guard. Relocking it after the
