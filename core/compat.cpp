@@ -339,45 +339,43 @@ struct Barrier {
 
 // ---- Read-write lock -----------------------------------------------------
 
-// Readers first: a reader waits only while a writer holds the lock, so the
-// queue holds readers only behind a writer; once the writer leaves, all of
-// them go in together and only writers stay queued.
+// Writers first, as in nOS-V: a reader also waits while a writer waits, so
+// a stream of readers cannot keep writers out. When the lock frees, the
+// waiting writers go in one by one, and the queued readers together once
+// no writer waits. The lock is free only while nobody is queued: whoever
+// frees it hands it over at once, under the guard.
 struct Rwlock {
     SpinLock guard;
-    bool writer;      // a writer holds it
-    uint32_t readers; // readers holding it
+    bool writer;              // a writer holds it
+    uint32_t readers;         // readers holding it
+    uint32_t writers_waiting; // writers in `queue`
     WaitQueue queue;
 };
 
-// Hands the free lock to its waiters: every queued reader, or else the
-// first writer. Under the guard.
+// Hands the free lock to its waiters: the first writer, or else every
+// queued reader. Under the guard.
 void rw_hand_over(Rwlock& l) {
-    if (l.queue.empty()) return;
-    bool any_reader = false;
-    for (Waiter* w = l.queue.head; w && !any_reader; w = w->next)
-        any_reader = w->reads;
-    if (!any_reader) {
+    if (l.writers_waiting > 0) {
+        Waiter* w = l.queue.head;
+        while (w->reads)
+            w = w->next;
+        l.queue.remove(w);
+        --l.writers_waiting;
         l.writer = true;
-        grant(l.queue.pop());
+        grant(w);
         return;
     }
-    WaitQueue writers{nullptr, nullptr};
     while (Waiter* w = l.queue.pop()) {
-        if (w->reads) {
-            ++l.readers;
-            grant(w);
-        } else {
-            writers.push(w);
-        }
+        ++l.readers;
+        grant(w);
     }
-    l.queue = writers;
 }
 
 int rw_lock(Rwlock& l, bool reads, bool try_only) {
     Waiter w(try_only ? nullptr : blockable_task(), false, reads);
     {
         std::lock_guard g(l.guard);
-        if (reads && !l.writer) {
+        if (reads && !l.writer && l.writers_waiting == 0) {
             if (l.readers == UINT32_MAX) return EAGAIN;
             ++l.readers;
             return 0;
@@ -387,6 +385,7 @@ int rw_lock(Rwlock& l, bool reads, bool try_only) {
             return 0;
         }
         if (try_only) return EBUSY;
+        if (!reads) ++l.writers_waiting;
         l.queue.push(&w);
     }
     wait(l.guard, w); // the hand-over counted us in

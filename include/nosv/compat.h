@@ -227,24 +227,24 @@ int nosv_rwlock_destroy(nosv_rwlock_t *rwlock);
  * reader and no writer holds it. EINVAL when rwlock is NULL. */
 int nosv_rwlock_wrlock(nosv_rwlock_t *rwlock);
 
-/* Takes `rwlock` for reading, together with other readers: waits only
- * while a writer holds it. Readers go first (glibc's default policy): a
- * read lock is granted whenever no writer holds the lock, even with writers
- * waiting, so a reader may lock again while it holds it. EINVAL when rwlock
- * is NULL, EAGAIN when the count of readers would overflow. */
+/* Takes `rwlock` for reading, together with other readers: waits while a
+ * writer holds it or waits for it. Writers go first, as in nOS-V, so a
+ * reader that locks again while it holds the lock waits forever if a writer
+ * started waiting meanwhile. EINVAL when rwlock is NULL, EAGAIN when the count of
+ * readers would overflow. */
 int nosv_rwlock_rdlock(nosv_rwlock_t *rwlock);
 
 /* Takes `rwlock` for writing if it is free, without waiting. EBUSY when it
  * is held, EINVAL when rwlock is NULL. */
 int nosv_rwlock_trywrlock(nosv_rwlock_t *rwlock);
 
-/* Takes `rwlock` for reading if no writer holds it, without waiting.
- * EBUSY when a writer holds it, EINVAL when rwlock is NULL. */
+/* Takes `rwlock` for reading if no writer holds it or waits for it,
+ * without waiting. EBUSY otherwise, EINVAL when rwlock is NULL. */
 int nosv_rwlock_tryrdlock(nosv_rwlock_t *rwlock);
 
 /* Releases one hold of `rwlock` (the write lock, or one read lock). When
- * the last holder leaves, every waiting reader is let in, or else the first
- * waiting writer. EINVAL when rwlock is NULL, EPERM when it is not held. */
+ * the last holder leaves, the first waiting writer is let in, or else every
+ * waiting reader. EINVAL when rwlock is NULL, EPERM when it is not held. */
 int nosv_rwlock_unlock(nosv_rwlock_t *rwlock);
 
 /* ---- Threads ----------------------------------------------------------- */

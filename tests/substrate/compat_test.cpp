@@ -314,34 +314,38 @@ TEST(CompatOneCpu, BarrierReleasesAllAndOneIsTheSerialThread) {
     });
 }
 
-TEST(CompatOneCpu, AWriterWaitsForReadersWithoutHoldingTheCpu) {
+// Writers first, as in nOS-V: a writer waits for the readers that hold the
+// lock without holding the CPU, and readers that come after it wait too,
+// until it has been in.
+TEST(CompatOneCpu, AWaitingWriterGoesBeforeLaterReaders) {
     one_cpu_case([] {
         Spawner sp;
         nosv_rwlock_t l = NOSV_RWLOCK_INITIALIZER;
-        std::atomic<int> writer_in{0}, reader_ok{0};
+        std::atomic<int> order{0}, writer_in{0}, reader_in{0}, writer_waits{0};
         REQUIRE(nosv_rwlock_rdlock(&l) == 0);
         REQUIRE(sp.spawn([&] {
+            writer_waits = 1;
             nosv_rwlock_wrlock(&l);
-            writer_in = 1;
+            writer_in = ++order;
             nosv_rwlock_unlock(&l);
         }) == NOSV_SUCCESS);
+        REQUIRE(yield_until([&] { return writer_waits.load() == 1; }));
+        let_others_run();                            // the writer queues
+        REQUIRE(nosv_rwlock_tryrdlock(&l) == EBUSY); // a writer waits
         REQUIRE(sp.spawn([&] {
-            // Readers share the lock, even with a writer waiting: this
-            // one gets in while we hold a read lock (else it would wait
-            // for us, and reader_ok stay 0 below).
             nosv_rwlock_rdlock(&l);
-            reader_ok = 1;
+            reader_in = ++order;
             nosv_rwlock_unlock(&l);
         }) == NOSV_SUCCESS);
-        REQUIRE(yield_until([&] { return sp.finished.load() == 1; }));
         let_others_run();
-        REQUIRE(reader_ok.load() == 1);
         REQUIRE(writer_in.load() == 0);
+        REQUIRE(reader_in.load() == 0); // behind the waiting writer
         REQUIRE(nosv_rwlock_trywrlock(&l) == EBUSY);
         REQUIRE(nosv_rwlock_destroy(&l) == EBUSY);
-        REQUIRE(nosv_rwlock_unlock(&l) == 0); // the writer goes in
+        REQUIRE(nosv_rwlock_unlock(&l) == 0); // the writer goes in, then the reader
         REQUIRE(yield_until([&] { return sp.finished.load() == 2; }));
         REQUIRE(writer_in.load() == 1);
+        REQUIRE(reader_in.load() == 2);
         REQUIRE(nosv_rwlock_destroy(&l) == 0);
         return 0;
     });
