@@ -19,12 +19,12 @@ namespace {
 
 // nOS-V keys that coexec accepts and ignores, without a warning.
 constexpr const char* kIgnoredNosvKeys[] = {
-    "shared_memory.size",      "shared_memory.start",     "scheduler.cpus_per_queue",
-    "scheduler.queue_batch",   "scheduler.in_queue_size", "debug.dump_config",
-    "hwcounters.verbose",      "hwcounters.backend",      "instrumentation.version",
-    "turbo.enabled",           "monitoring.enabled",      "monitoring.verbose",
-    "thread.stack_size",       "affinity.default",        "affinity.default_policy",
-    "affinity.compat_support", "misc.stack_size"};
+    "shared_memory.size",    "shared_memory.start",     "scheduler.cpus_per_queue",
+    "scheduler.queue_batch", "scheduler.in_queue_size", "debug.dump_config",
+    "hwcounters.verbose",    "hwcounters.backend",      "instrumentation.version",
+    "turbo.enabled",         "monitoring.enabled",      "monitoring.verbose",
+    "thread.stack_size",     "affinity.default",        "affinity.default_policy",
+    "misc.stack_size"};
 
 bool parse_u64(const std::string& text, uint64_t& out) {
     auto* b = text.data();
@@ -210,6 +210,17 @@ ConfigResult apply_setting(Config& cfg, const std::string& key, const std::strin
     } else if (key == "topology.binding") {
         if (value.empty()) return error("topology.binding must not be empty");
         cfg.binding = value;
+    } else if (key == "affinity.compat_support") {
+        // nOS-V's switch for showing threads their own mask. coexec always
+        // does (docs/affinity.md): true is its behaviour, false it cannot do.
+        if (value != "true" && value != "false")
+            return error("affinity.compat_support must be true or false, not '" +
+                         printable_text(value) + "'");
+        if (value == "false")
+            return ConfigResult{true,
+                                {},
+                                {"affinity.compat_support=false is not supported, ignored: "
+                                 "threads coexec pins still see the mask they had before"}};
     } else {
         for (const char* k : kIgnoredNosvKeys)
             if (key == k) return {};

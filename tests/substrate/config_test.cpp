@@ -85,12 +85,26 @@ TEST(Config, BadValuesAreErrors) {
          {"scheduler.quantum_ns=abc", "scheduler.quantum_ns=5", "governor.policy=fast",
           "shared_memory.isolation_level=world", "shared_memory.name=a/b", "novalue",
           "governor.spins=-1", "scheduler.preempt_after_ns=5", "scheduler.preempt_after_ns=soon",
-          "threads.sched_batch=1"}) {
+          "threads.sched_batch=1", "affinity.compat_support=no"}) {
         Config c;
         auto r = apply_overrides(c, bad);
         EXPECT_FALSE(r.ok) << bad;
         EXPECT_FALSE(r.error.empty()) << bad;
     }
+}
+
+// nOS-V's affinity.compat_support: true is what coexec always does; false,
+// which coexec cannot do, is said rather than silently ignored.
+TEST(Config, CompatSupportOffIsAWarning) {
+    Config c;
+    auto on = apply_overrides(c, "affinity.compat_support=true");
+    EXPECT_TRUE(on.ok);
+    EXPECT_TRUE(on.warnings.empty());
+    auto off = apply_overrides(c, "affinity.compat_support=false");
+    EXPECT_TRUE(off.ok);
+    ASSERT_EQ(off.warnings.size(), 1u);
+    EXPECT_NE(off.warnings[0].find("affinity.compat_support=false is not supported"),
+              std::string::npos);
 }
 
 TEST(Config, UnknownKeyIsAWarningNotAnError) {
