@@ -91,6 +91,16 @@ TEST(Hpccg, PrintsMantevoFormat) {
     EXPECT_NE(out.text.find("  SPARSEMV: "), std::string::npos);
 }
 
+// The OpenCL SpMV adds each row's products in the serial order without fusing them, so a
+// run whose only OpenCL kernel is SpMV repeats the serial run bit for bit.
+TEST(Hpccg, OpenClSpmvGivesTheSerialBits) {
+    for (const char* binary : {"hpccg-gcc", "hpccg-clang"}) {
+        const auto ocl = run(program(binary) + kGrid + " --trace --spmv ocl --vec serial");
+        ASSERT_EQ(ocl.exit_code, 0) << ocl.text;
+        EXPECT_EQ(ovs::residuals(ocl.text), reference(binary)) << binary;
+    }
+}
+
 // A 1-point grid converges exactly in one iteration: every variant must stop there (no 0/0
 // update) with x exact.
 TEST(Hpccg, StopsOnExactConvergence) {
