@@ -38,23 +38,31 @@ nosv_task* ReadyQueue::Fifo::pop() {
 nosv_task* ReadyQueue::Fifo::pop_warm(int cpu) {
     // A thread that runs again where it ran last finds its cache warm and
     // needs no migration. Looking only a few places past the head bounds
-    // how far FIFO order bends.
+    // how far FIFO order bends, and passing the same head over only a few
+    // times bounds how long it waits: threads that yield to each other
+    // would otherwise keep finding one of their own within reach.
     constexpr size_t kLookahead = 4;
+    constexpr unsigned kMaxPasses = 4;
     for (auto& [priority, q] : by_priority_) {
         if (q.empty()) continue;
-        const size_t n = std::min(q.size(), kLookahead);
-        for (size_t i = 0; i < n; ++i) {
-            nosv_task* t = q[i];
-            if (t->thread && t->thread->last_cpu == cpu) {
+        nosv_task* head = q.front();
+        auto warm = [cpu](const nosv_task* t) { return t->thread && t->thread->last_cpu == cpu; };
+        if (!warm(head) && (head != passed_head_ || passes_ < kMaxPasses)) {
+            const size_t n = std::min(q.size(), kLookahead);
+            for (size_t i = 1; i < n; ++i) {
+                nosv_task* t = q[i];
+                if (!warm(t)) continue;
+                passes_ = head == passed_head_ ? passes_ + 1 : 1;
+                passed_head_ = head;
                 q.erase(q.begin() + std::ptrdiff_t(i));
                 --size_;
                 return t;
             }
         }
-        nosv_task* t = q.front();
         q.pop_front();
         --size_;
-        return t;
+        passed_head_ = nullptr;
+        return head;
     }
     return nullptr;
 }

@@ -76,7 +76,8 @@ class ReadyQueue {
         size_t size() const { return size_; }
         // pop(), but among the first kLookahead tasks of the head's
         // priority it takes the first whose thread last held logical CPU
-        // `cpu`, if any.
+        // `cpu`, if any, unless that would pass the same head over more
+        // than kMaxPasses times in a row.
         nosv_task* pop_warm(int cpu);
         // The head, if it has `priority`; else null.
         nosv_task* pop_at(int priority);
@@ -90,6 +91,10 @@ class ReadyQueue {
         // Buckets by descending priority; most programs use one or two.
         std::vector<std::pair<int, std::deque<nosv_task*>>> by_priority_;
         size_t size_ = 0;
+        // The head pop_warm() last passed over, and how often in a row.
+        // Only compared, never dereferenced: a stale value costs one pass.
+        const nosv_task* passed_head_ = nullptr;
+        unsigned passes_ = 0;
     };
     struct Slot {
         Fifo* fifo;

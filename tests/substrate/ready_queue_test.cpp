@@ -140,6 +140,25 @@ TEST_F(QueueTest, ATaskFourPlacesBackIsNotTakenOutOfOrder) {
     EXPECT_EQ(q.pop(1, 0), &tasks[0]);
 }
 
+// Threads that yield to each other on CPU 0 are always within reach of its
+// warm pop; the head, whose thread ran elsewhere, must still come out.
+TEST_F(QueueTest, AHeadIsPassedOverAtMostFourTimesInARow) {
+    coexec::core::ThreadContext threads[4];
+    for (int i = 0; i < 4; ++i) {
+        threads[i].last_cpu = i == 0 ? 1 : 0;
+        tasks[i].thread = &threads[i];
+        q.push(t(i), {}, false);
+    }
+    int pops = 0;
+    for (nosv_task* got = nullptr; got != &tasks[0] && pops < 100; ++pops) {
+        got = q.pop(0, 0);
+        ASSERT_NE(got, nullptr);
+        if (got != &tasks[0]) q.push(got, {}, false); // it yields again at once
+    }
+    EXPECT_EQ(pops, 5) << "four passes, then the head";
+    EXPECT_EQ(q.pop(1, 0), &tasks[2]) << "then FIFO order for a CPU none of them ran on";
+}
+
 TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
     nosv_task many[40];
     for (auto& m : many)
