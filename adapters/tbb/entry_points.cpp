@@ -1,6 +1,7 @@
 // The four C entry points that libtbb looks up in libirml.so.1 (by dlsym, or
 // through its weak references when the library is preloaded).
 
+#include "master.h"
 #include "rml_interface.h"
 #include "server.h"
 #include "session.h"
@@ -37,6 +38,8 @@ __RML_open_factory(factory& f, version_type& server_version, version_type client
 
 // Called when TBB releases its resources (normally at exit).
 __attribute__((visibility("default"))) factory::status_type __RML_close_factory(factory&) {
+    // Usually on the main thread at exit, which no thread-exit hook detaches.
+    coexec::tbb_rml::release_master_thread();
     Session::get().stop();
     return factory::st_success;
 }

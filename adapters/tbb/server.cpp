@@ -61,6 +61,13 @@ bool Worker::launch(std::size_t stack_size) {
     pthread_attr_init(&attr);
     // TBB asks for its worker stack size (4 MiB by default); glibc needs a minimum.
     pthread_attr_setstacksize(&attr, std::max<std::size_t>(stack_size, PTHREAD_STACK_MIN));
+    // The creator is usually a master that holds a coexec CPU (master.h) and
+    // may be pinned to it; the worker starts from the mask the creator shows
+    // (libcoexec's answer when it comes first, as under `coexec run`), not
+    // from that pin.
+    cpu_set_t shown;
+    if (pthread_getaffinity_np(pthread_self(), sizeof shown, &shown) == 0)
+        pthread_attr_setaffinity_np(&attr, sizeof shown, &shown);
     const int rc = pthread_create(&thread_, &attr, &Worker::thread_main, this);
     pthread_attr_destroy(&attr);
     if (rc != 0) log_line("cannot create a TBB worker thread: %s", std::strerror(rc));

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "master.h"
+
 #include <coexec/ext.h>
 #include <nosv.h>
 #include <nosv/error.h>
@@ -70,6 +72,10 @@ void Session::stop() {
     if (!active_.load(std::memory_order_relaxed)) return;
     if (live_servers_.load(std::memory_order_acquire) > 0) {
         if (verbose_) log_line("TBB closed while its workers still run; staying joined");
+        return;
+    }
+    if (hosted_masters() > 0) {
+        if (verbose_) log_line("TBB closed while other threads it hosted live; staying joined");
         return;
     }
     active_.store(false, std::memory_order_release);

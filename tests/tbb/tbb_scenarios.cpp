@@ -256,6 +256,44 @@ int scenario_worker_identity() {
     return 0;
 }
 
+// The main thread, as TBB's external thread: whether it is a coexec thread
+// before any algorithm, while it runs its share of a parallel_for and of a
+// task_group's wait, and which mask it shows afterwards.
+int scenario_master_identity() {
+    using self_fn = void* (*)();
+    auto nosv_self = reinterpret_cast<self_fn>(dlsym(RTLD_DEFAULT, "nosv_self"));
+    auto is_task = [&] { return nosv_self != nullptr && nosv_self() != nullptr; };
+    cpu_set_t process;
+    CPU_ZERO(&process);
+    sched_getaffinity(0, sizeof process, &process);
+    const bool before = is_task();
+    // Items the main thread ran, and how many of them as a coexec task.
+    std::atomic<int> ran{0}, as_task{0};
+    auto item = [&] {
+        spin_for(std::chrono::microseconds(200));
+        if (!pthread_equal(pthread_self(), main_thread)) return;
+        ran.fetch_add(1, std::memory_order_relaxed);
+        if (is_task()) as_task.fetch_add(1, std::memory_order_relaxed);
+    };
+    auto verdict = [&] {
+        const int n = ran.exchange(0), tasks = as_task.exchange(0);
+        return n == 0 ? "none" : tasks == n ? "task" : tasks == 0 ? "plain" : "mixed";
+    };
+    oneapi::tbb::parallel_for(0, 200, [&](int) { item(); });
+    const char* in_for = verdict();
+    oneapi::tbb::task_group group;
+    for (int i = 0; i < 100; ++i)
+        group.run(item);
+    group.wait();
+    const char* in_wait = verdict();
+    cpu_set_t after;
+    CPU_ZERO(&after);
+    sched_getaffinity(0, sizeof after, &after);
+    std::printf("master_identity before=%s for=%s wait=%s mask=%s\n", before ? "task" : "plain",
+                in_for, in_wait, CPU_EQUAL(&after, &process) ? "process" : "other");
+    return 0;
+}
+
 // Peak number of worker threads running at once when TBB asks for 8.
 int scenario_worker_peak() {
     oneapi::tbb::global_control control(oneapi::tbb::global_control::max_allowed_parallelism, 9);
@@ -342,6 +380,7 @@ const std::map<std::string, int (*)()>& scenarios() {
         {"exit_busy", scenario_exit_busy},
         {"finalize", scenario_finalize},
         {"worker_identity", scenario_worker_identity},
+        {"master_identity", scenario_master_identity},
         {"worker_peak", scenario_worker_peak},
         {"hold", scenario_hold},
         {"oversubscribed_barrier", scenario_oversubscribed_barrier},

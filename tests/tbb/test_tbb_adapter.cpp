@@ -129,6 +129,26 @@ TEST(TbbAdapter, PinnedWorkersShowTheProcessMaskWhenLibcoexecComesFirst) {
               "worker_identity coexec pinned=all sees=process\n");
 }
 
+// The program's own thread is a coexec thread while it runs TBB work
+// (adapters/tbb/master.h), and outside it keeps the mask it had.
+TEST(TbbAdapter, TheMainThreadIsACoexecThreadWhileItRunsTbbWork) {
+    EXPECT_EQ(expect_success(run_scenario("master_identity", native())),
+              "master_identity before=plain for=plain wait=plain mask=process\n");
+    EXPECT_EQ(expect_success(run_scenario("master_identity", adapted())),
+              "master_identity before=plain for=task wait=task mask=process\n");
+    EnvChanges off = adapted({{"COEXEC_TBB_MASTER", "off"}});
+    EXPECT_EQ(expect_success(run_scenario("master_identity", off)),
+              "master_identity before=plain for=plain wait=plain mask=process\n");
+}
+
+TEST(TbbAdapter, AnUnknownMasterSettingIsReportedAndTheDefaultUsed) {
+    const Outcome outcome =
+        run_scenario("master_identity", adapted({{"COEXEC_TBB_MASTER", "sometimes"}}));
+    EXPECT_EQ(expect_success(outcome),
+              "master_identity before=plain for=task wait=task mask=process\n");
+    EXPECT_NE(outcome.err.find("COEXEC_TBB_MASTER=sometimes"), std::string::npos) << outcome.err;
+}
+
 TEST(TbbAdapter, RunningWorkersNeverExceedManagedCpus) {
     const std::string out = expect_success(run_scenario("worker_peak", adapted()));
     int peak = -1;
