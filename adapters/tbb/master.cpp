@@ -7,7 +7,6 @@
 #include <coexec/ext.h>
 #include <nosv.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -26,22 +25,21 @@ struct MasterThread {
         never,   // a worker, attached by others, or attaching failed
     };
     Role role = Role::unknown;
-    bool holds = false; // holds its CPU (not after coexec_keep_cpu)
+    bool holds = false; // holds its CPU (not after it kept or lent it)
+    bool keeps = false; // keeps its CPU between algorithms; else lends it
     int depth = 0;      // nested MasterSections on this thread
     nosv_task_t task = nullptr;
 };
 
 thread_local MasterThread tls_master;
 
-std::atomic<int> hosted_count{0};
-
 bool hosting_enabled() {
     // Read once: the setting is the process's, like COEXEC_OMP_ROOT.
     static const bool enabled = [] {
         const char* v = std::getenv("COEXEC_TBB_MASTER");
-        if (v == nullptr || *v == '\0' || std::strcmp(v, "keep") == 0) return true;
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "on") == 0) return true;
         if (std::strcmp(v, "off") != 0)
-            log_line("COEXEC_TBB_MASTER=%s is neither keep nor off; using keep", v);
+            log_line("COEXEC_TBB_MASTER=%s is neither on nor off; using on", v);
         return std::strcmp(v, "off") != 0;
     }();
     return enabled;
@@ -49,11 +47,12 @@ bool hosting_enabled() {
 
 void release(MasterThread& m) {
     if (m.role != MasterThread::Role::hosted) return;
-    // Back on a CPU first: nosv_detach needs one (a kept CPU is usually
-    // still ours, and then this is one atomic operation).
+    // Back on a CPU first: nosv_detach needs one (a kept or lent CPU that
+    // nobody took is still ours, and then this is cheap).
     if (!m.holds) coexec_block_exit();
     nosv_detach(NOSV_DETACH_NONE);
-    hosted_count.fetch_sub(1, std::memory_order_acq_rel);
+    if (m.keeps) Session::get().release_keeper();
+    Session::get().master_detached();
     m = MasterThread{};
 }
 
@@ -88,7 +87,8 @@ bool attach(MasterThread& m) {
         m.role = MasterThread::Role::never;
         return false;
     }
-    hosted_count.fetch_add(1, std::memory_order_acq_rel);
+    Session::get().master_attached();
+    m.keeps = Session::get().claim_keeper();
     pthread_setspecific(exit_key(), &m);
     m.role = MasterThread::Role::hosted;
     m.holds = true;
@@ -128,7 +128,7 @@ void leave() {
     MasterThread& m = tls_master;
     if (--m.depth > 0) return;
     set_on_coexec_cpu(false);
-    if (m.holds) m.holds = coexec_keep_cpu() != NOSV_SUCCESS;
+    if (m.holds) m.holds = (m.keeps ? coexec_keep_cpu() : coexec_lend_cpu()) != NOSV_SUCCESS;
 }
 
 } // namespace
@@ -144,10 +144,6 @@ void release_master_thread() {
     if (m.depth > 0) return; // inside TBB still: the section ends first
     release(m);
     pthread_setspecific(exit_key(), nullptr);
-}
-
-int hosted_masters() {
-    return hosted_count.load(std::memory_order_acquire);
 }
 
 } // namespace coexec::tbb_rml

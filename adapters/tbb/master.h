@@ -11,11 +11,15 @@ namespace coexec::tbb_rml {
 // wait). The outermost one on a thread that is not a coexec thread already
 // makes it one: the first time it attaches (label "tbb", keeping its own
 // affinity outside coexec), later it takes a CPU again. When the outermost
-// one ends, the thread keeps its CPU as an OpenMP root does between regions
-// (coexec_keep_cpu): it runs its serial code there, and coexec takes the CPU
-// only if that lasts long while others wait. Nothing happens on TBB's
-// workers, on threads that others attached, after COEXEC_TBB_MASTER=off, or
-// when coexec does not run.
+// one ends, the first such thread of the process to attach (the main thread
+// most often) keeps its CPU, as an OpenMP root does between regions
+// (coexec_keep_cpu): its serial code, an OpenMP region it opens, run there,
+// and coexec takes the CPU only if that lasts long while others wait. The
+// others lend it (coexec_lend_cpu), so that work that needs a CPU claims it
+// at once: a program may have hundreds of threads that call TBB, and kept
+// CPUs would stay out of their reach for tens of milliseconds each.
+// Nothing happens on TBB's workers, on threads that others attached, after
+// COEXEC_TBB_MASTER=off, or when coexec does not run.
 class MasterSection {
   public:
     MasterSection();
@@ -30,9 +34,5 @@ class MasterSection {
 // Detaches the calling thread if it is a master that coexec hosts (for the
 // main thread at exit, which gets no thread-exit destructor).
 void release_master_thread();
-
-// How many threads are hosted as masters now: coexec must stay joined while
-// any is attached.
-int hosted_masters();
 
 } // namespace coexec::tbb_rml

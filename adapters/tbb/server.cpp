@@ -57,21 +57,30 @@ Worker* Worker::current() {
 }
 
 bool Worker::launch(std::size_t stack_size) {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
     // TBB asks for its worker stack size (4 MiB by default); glibc needs a minimum.
-    pthread_attr_setstacksize(&attr, std::max<std::size_t>(stack_size, PTHREAD_STACK_MIN));
+    const std::size_t stack = std::max<std::size_t>(stack_size, PTHREAD_STACK_MIN);
     // The creator is usually a master that holds a coexec CPU (master.h) and
     // may be pinned to it; the worker starts from the mask the creator shows
     // (libcoexec's answer when it comes first, as under `coexec run`), not
     // from that pin.
     cpu_set_t shown;
-    if (pthread_getaffinity_np(pthread_self(), sizeof shown, &shown) == 0)
-        pthread_attr_setaffinity_np(&attr, sizeof shown, &shown);
-    const int rc = pthread_create(&thread_, &attr, &Worker::thread_main, this);
-    pthread_attr_destroy(&attr);
+    const bool have_mask = pthread_getaffinity_np(pthread_self(), sizeof shown, &shown) == 0;
+    int rc = create_thread(stack, have_mask ? &shown : nullptr);
+    // The kernel refused that mask (a cpuset changed meanwhile, say): inherit
+    // the creator's, as a plain pthread_create does.
+    if (rc == EINVAL && have_mask) rc = create_thread(stack, nullptr);
     if (rc != 0) log_line("cannot create a TBB worker thread: %s", std::strerror(rc));
     return rc == 0;
+}
+
+int Worker::create_thread(std::size_t stack, const cpu_set_t* mask) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, stack);
+    if (mask != nullptr) pthread_attr_setaffinity_np(&attr, sizeof *mask, mask);
+    const int rc = pthread_create(&thread_, &attr, &Worker::thread_main, this);
+    pthread_attr_destroy(&attr);
+    return rc;
 }
 
 void* Worker::thread_main(void* self) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore>
 #include <vector>
 
@@ -43,6 +44,8 @@ class Worker {
     static Worker* current();
 
   private:
+    // pthread_create with `stack` bytes and, unless null, `mask`.
+    int create_thread(std::size_t stack, const cpu_set_t* mask);
     static void* thread_main(void* self);
     void run();
 

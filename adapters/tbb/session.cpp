@@ -1,7 +1,5 @@
 #include "session.h"
 
-#include "master.h"
-
 #include <coexec/ext.h>
 #include <nosv.h>
 #include <nosv/error.h>
@@ -74,7 +72,7 @@ void Session::stop() {
         if (verbose_) log_line("TBB closed while its workers still run; staying joined");
         return;
     }
-    if (hosted_masters() > 0) {
+    if (attached_masters_.load(std::memory_order_acquire) > 0) {
         if (verbose_) log_line("TBB closed while other threads it hosted live; staying joined");
         return;
     }

@@ -17,8 +17,8 @@ class Session {
     bool start();
 
     // Leaves coexec if start() joined it and no server is alive any more.
-    // With servers still alive (exit while workers run) it stays joined:
-    // their threads still hold coexec tasks.
+    // With servers still alive (exit while workers run), or masters still
+    // attached, it stays joined: their threads still hold coexec tasks.
     void stop();
 
     // True between a successful start() and stop().
@@ -27,6 +27,17 @@ class Session {
     // Servers count themselves so stop() knows whether workers may remain.
     void server_created() { live_servers_.fetch_add(1, std::memory_order_acq_rel); }
     void server_destroyed() { live_servers_.fetch_sub(1, std::memory_order_acq_rel); }
+    // So do the program threads attached as masters (master.h): stop()
+    // leaves coexec only when none is attached.
+    void master_attached() { attached_masters_.fetch_add(1, std::memory_order_acq_rel); }
+    void master_detached() { attached_masters_.fetch_sub(1, std::memory_order_acq_rel); }
+    // One master at a time keeps its CPU between algorithms (master.h):
+    // true for the caller that becomes it, until it gives the role back.
+    bool claim_keeper() {
+        bool expected = false;
+        return keeper_.compare_exchange_strong(expected, true, std::memory_order_acq_rel);
+    }
+    void release_keeper() { keeper_.store(false, std::memory_order_release); }
 
     // COEXEC_VERBOSE=1 was set when the library loaded.
     bool verbose() const { return verbose_; }
@@ -38,6 +49,8 @@ class Session {
     std::atomic<bool> active_{false};
     std::atomic<bool> failed_{false};
     std::atomic<int> live_servers_{0};
+    std::atomic<int> attached_masters_{0};
+    std::atomic<bool> keeper_{false};
 };
 
 // Prints "coexec tbb: <message>" as one line on stderr (printf-style).
