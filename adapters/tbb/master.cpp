@@ -9,7 +9,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <pthread.h>
 
 namespace coexec::tbb_rml {
