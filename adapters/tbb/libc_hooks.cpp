@@ -12,12 +12,12 @@
 // adapter's when `coexec run` preloads it after this library.
 
 #include "hosted_thread.h"
+#include "next_definition.h"
 
 #include <coexec/ext.h>
 
 #include <atomic>
 #include <cerrno>
-#include <dlfcn.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,18 +45,6 @@ class InHook {
     InHook(const InHook&) = delete;
     InHook& operator=(const InHook&) = delete;
 };
-
-// libc's definition of `name` (the next one after this library).
-template <typename Fn>
-Fn next_definition(std::atomic<Fn>& cache, const char* name) {
-    // Racing first calls store the same address, so relaxed order suffices.
-    Fn fn = cache.load(std::memory_order_relaxed);
-    if (fn == nullptr) {
-        fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-        cache.store(fn, std::memory_order_relaxed);
-    }
-    return fn;
-}
 
 // Gives the CPU back for the duration of a kernel sleep.
 class CpuReleasedWhileAsleep {

@@ -12,11 +12,9 @@
 // headers.
 
 #include "master.h"
+#include "next_definition.h"
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <dlfcn.h>
 
 namespace tbb::detail {
 namespace d1 {
@@ -42,23 +40,6 @@ using execute_and_wait_fn = void (*)(tbb::detail::d1::task&, tbb::detail::d1::ta
                                      tbb::detail::d1::task_group_context&);
 using wait_fn = void (*)(tbb::detail::d1::wait_context&, tbb::detail::d1::task_group_context&);
 
-// libtbb's definition of `mangled`. The program called this function, so
-// libtbb is loaded; its absence is a broken installation.
-template <typename Fn>
-Fn libtbb_definition(std::atomic<Fn>& cache, const char* mangled) {
-    // Racing first calls store the same address, so relaxed order suffices.
-    Fn fn = cache.load(std::memory_order_relaxed);
-    if (fn == nullptr) {
-        fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, mangled));
-        if (fn == nullptr) {
-            std::fprintf(stderr, "coexec tbb: libtbb has no %s\n", mangled);
-            std::abort();
-        }
-        cache.store(fn, std::memory_order_relaxed);
-    }
-    return fn;
-}
-
 std::atomic<execute_and_wait_fn> libtbb_execute_and_wait{nullptr};
 std::atomic<wait_fn> libtbb_wait{nullptr};
 
@@ -68,7 +49,7 @@ namespace tbb::detail::r1 {
 
 void execute_and_wait(d1::task& t, d1::task_group_context& t_ctx, d1::wait_context& wait_ctx,
                       d1::task_group_context& w_ctx) {
-    auto real = libtbb_definition(
+    auto real = coexec::tbb_rml::next_definition(
         libtbb_execute_and_wait,
         "_ZN3tbb6detail2r116execute_and_waitERNS0_2d14taskERNS2_18task_group_contextERNS2_"
         "12wait_contextES6_");
@@ -77,7 +58,7 @@ void execute_and_wait(d1::task& t, d1::task_group_context& t_ctx, d1::wait_conte
 }
 
 void wait(d1::wait_context& wait_ctx, d1::task_group_context& ctx) {
-    auto real = libtbb_definition(
+    auto real = coexec::tbb_rml::next_definition(
         libtbb_wait, "_ZN3tbb6detail2r14waitERNS0_2d112wait_contextERNS2_18task_group_contextE");
     coexec::tbb_rml::MasterSection section;
     real(wait_ctx, ctx);
