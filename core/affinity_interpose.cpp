@@ -189,7 +189,10 @@ using namespace coexec::core;
 
 #define COEXEC_INTERPOSE extern "C" __attribute__((visibility("default")))
 
-COEXEC_INTERPOSE int sched_getaffinity(pid_t pid, size_t cpusetsize, cpu_set_t* mask) {
+namespace {
+
+// sched_getaffinity as libcoexec defines it (below), reachable by name too.
+int visible_sched_get(pid_t pid, size_t cpusetsize, cpu_set_t* mask) {
     Target t;
     AffinityRegistry* reg = registry();
     if (!reg || !target_of(pid, t)) return forward_sched_get(pid, cpusetsize, mask);
@@ -197,6 +200,16 @@ COEXEC_INTERPOSE int sched_getaffinity(pid_t pid, size_t cpusetsize, cpu_set_t* 
         return rec ? errno_result(get_visible(*rec, cpusetsize, mask))
                    : forward_sched_get(pid, cpusetsize, mask);
     });
+}
+
+} // namespace
+
+COEXEC_INTERPOSE int sched_getaffinity(pid_t pid, size_t cpusetsize, cpu_set_t* mask) {
+    return visible_sched_get(pid, cpusetsize, mask);
+}
+
+COEXEC_INTERPOSE int coexec_visible_affinity(size_t size, void* mask) {
+    return visible_sched_get(0, size, static_cast<cpu_set_t*>(mask)) == 0 ? 0 : errno;
 }
 
 COEXEC_INTERPOSE int sched_setaffinity(pid_t pid, size_t cpusetsize, const cpu_set_t* mask) {

@@ -60,11 +60,10 @@ bool Worker::launch(std::size_t stack_size) {
     // TBB asks for its worker stack size (4 MiB by default); glibc needs a minimum.
     const std::size_t stack = std::max<std::size_t>(stack_size, PTHREAD_STACK_MIN);
     // The creator is usually a master that holds a coexec CPU (master.h) and
-    // may be pinned to it; the worker starts from the mask the creator shows
-    // (libcoexec's answer when it comes first, as under `coexec run`), not
-    // from that pin.
+    // may be pinned to it; the worker starts from the mask the creator shows,
+    // not from that pin.
     cpu_set_t shown;
-    const bool have_mask = pthread_getaffinity_np(pthread_self(), sizeof shown, &shown) == 0;
+    const bool have_mask = coexec_visible_affinity(sizeof shown, &shown) == 0;
     int rc = create_thread(stack, have_mask ? &shown : nullptr);
     // The kernel refused that mask (a cpuset changed meanwhile, say): inherit
     // the creator's, as a plain pthread_create does.

@@ -82,6 +82,17 @@ int coexec_cpu_wanted(void);
  * coexec. */
 int coexec_spare_cpus(int *spare);
 
+/* Fills the `size` bytes at `mask` (a cpu_set_t) with the calling thread's
+ * visible mask: what sched_getaffinity(0, ...) answers when libcoexec comes
+ * before libc in the lookup order (see nosv_attach()). For a thread coexec
+ * pinned to the CPU it holds, that is the mask the thread had or set outside
+ * coexec, not the pin; for any other thread, the kernel's mask. For runtimes
+ * that read their thread's mask with the system call, whatever the library
+ * order (libomp sizes its default team by that mask). Returns 0 or an errno
+ * value: EINVAL when `size` is smaller than the kernel's masks, EFAULT for a
+ * null `mask`. Callable before nosv_init() and from any thread. */
+int coexec_visible_affinity(size_t size, void *mask);
+
 /* Nonzero when this process is joined to a coexec instance (nosv_init()
  * succeeded and the last nosv_shutdown() has not run yet). */
 int coexec_is_active(void);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -424,6 +425,27 @@ TEST_P(Dynamic, TeamsShrinkWhenOthersUseTheCpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OpenMP, Dynamic, ::testing::Values("clang", "gcc"));
+
+class AttachedFirst : public ::testing::TestWithParam<std::string> {};
+
+// The first region comes from a thread that is a coexec task already (a TBB
+// master, say), which coexec pins to the CPU it holds. libomp sizes its
+// default team by the mask it reads then: the one the thread shows, as
+// natively, not the pin.
+TEST_P(AttachedFirst, DefaultTeamsSpanTheThreadsVisibleMask) {
+    const ProcessResult r =
+        run({program("omp_attached_first", GetParam())}, rehosted_env("first" + GetParam()), 60s);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    int shown = 0, kernel = 0, team = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str(), "shown %d kernel %d team %d", &shown, &kernel, &team), 3)
+        << r.out;
+    if (shown > 1) {
+        EXPECT_EQ(kernel, 1) << "coexec did not pin the attached thread";
+    }
+    EXPECT_EQ(team, shown) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenMP, AttachedFirst, ::testing::Values("clang", "gcc"));
 
 // A policy name coexec does not know: one clear line, then the default.
 TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {

@@ -97,6 +97,26 @@ TEST(Affinity, AnAttachedThreadSeesItsMaskFromBeforeAttach) {
     EXPECT_TRUE(CPU_EQUAL(&kernel, &joined.all())) << "detach restores it";
 }
 
+// The extension answers as sched_getaffinity(0) does, whatever the library
+// order, for runtimes that would otherwise read the pin (libomp).
+TEST(Affinity, TheVisibleAffinityExtensionShowsTheMaskAndNotThePin) {
+    Joined joined;
+    cpu_set_t mask;
+    ASSERT_EQ(coexec_visible_affinity(sizeof mask, &mask), 0) << "not attached: the kernel's";
+    EXPECT_TRUE(CPU_EQUAL(&mask, &joined.all()));
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "affinity", NOSV_ATTACH_NONE), 0);
+    expect_pinned_to_held_cpu();
+    CPU_ZERO(&mask);
+    ASSERT_EQ(coexec_visible_affinity(sizeof mask, &mask), 0);
+    EXPECT_TRUE(CPU_EQUAL(&mask, &joined.all())) << "attached: the mask from before attach";
+    // Bad arguments get sched_getaffinity's answers, as errno values.
+    EXPECT_EQ(coexec_visible_affinity(sizeof mask, nullptr), EFAULT);
+    char tiny = 0;
+    EXPECT_EQ(coexec_visible_affinity(sizeof tiny, &tiny), EINVAL);
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+}
+
 namespace {
 struct Seen {
     cpu_set_t sched, pthread, kernel;

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -439,6 +440,18 @@ bool __kmp_coexec_sleep_requested() {
 
 bool __kmp_coexec_spare_cpus(int* spare) {
     return __kmp_coexec_on() && coexec_spare_cpus(spare) == NOSV_SUCCESS;
+}
+
+long __kmp_coexec_get_affinity(void* mask, unsigned long size) {
+    if (!__kmp_coexec_on()) return syscall(SYS_sched_getaffinity, 0, size, mask);
+    // A TBB master or a PoCL worker that opens the first region may be
+    // pinned to the CPU it holds; a team sized by that pin would have one
+    // thread where the program, run natively, gets one per CPU.
+    if (int err = coexec_visible_affinity(size, mask); err != 0) {
+        errno = err;
+        return -1;
+    }
+    return 0;
 }
 
 bool __kmp_coexec_release_cpu() {

@@ -73,6 +73,13 @@ bool __kmp_coexec_sleep_requested();
 // and returns true, or returns false when coexec is off.
 bool __kmp_coexec_spare_cpus(int* spare);
 
+// libomp's read of the calling thread's mask (it sizes its default team by
+// the initial thread's). With coexec on: the mask the thread shows
+// (coexec_visible_affinity()), not the CPU coexec may have pinned it to;
+// otherwise the system call. Returns what the system call would: a
+// non-negative value, or -1 with errno set.
+long __kmp_coexec_get_affinity(void* mask, unsigned long size);
+
 // Gives the CPU away around a kernel wait libomp cannot avoid (a join, a
 // condition variable of a thread we did not attach). release() returns true
 // when it released the CPU; pass that to retake().
