@@ -223,14 +223,16 @@ def tbb(setup, repeats):
     region as many OpenMP threads as make up the rest (cpus / TBB threads),
     so neither oversubscribes. The coexec-omp+tbb and coexec-dynamic modes
     need the TBB adapter (adapters/tbb); dynamic and coexec-dynamic set
-    OMP_DYNAMIC=true."""
+    OMP_DYNAMIC=true. Each run reports its steady state (the median of five
+    passes after the first) and its first pass, start-up included; a table
+    of each follows."""
     segment = f"ompbench-{os.getpid()}"
     have_irml = setup.tbb_irml.exists()
     tbb_share = max(1, setup.cpus // 2)
     modes = ["serial-inner", "native", "passive", "dynamic", "static", "coexec-omp"]
     if have_irml:
         modes += ["coexec-omp+tbb", "coexec-dynamic"]
-    results = {}
+    steady, first = {}, {}
     for compiler in ("gcc", "clang"):
         program = setup.program("omp_in_tbb", compiler)
         if not program.exists():
@@ -248,25 +250,30 @@ def tbb(setup, repeats):
                     if mode == "static":
                         env["OMP_NUM_THREADS"] = str(max(1, setup.cpus // tbb_share))
                         args.append(str(tbb_share))
-                    out = run([program] + args, env)
+                    out = run([program] + args, env).split()
                     key = (compiler, " ".join(size), mode)
-                    results.setdefault(key, []).append(float(out.split()[0]))
-    print(f"\n== TBB parallel_for with an OpenMP region per item (omp_in_tbb OUTER INNER, "
-          f"second of two runs), {setup.cpus} CPUs, median of {repeats}: milliseconds, "
-          "and the ratio to serial-inner; static = "
-          f"{tbb_share} TBB threads x {max(1, setup.cpus // tbb_share)} OpenMP threads")
-    if not have_irml:
-        print(f"   (no TBB adapter at {setup.tbb_irml}: TBB's own workers stay outside coexec)")
-    print(f"{'build':<6} {'size':>14} " + " ".join(f"{m:>15}" for m in modes))
-    for compiler in ("gcc", "clang"):
-        for size in TBB_SIZES:
-            size_text = " ".join(size)
-            ideal = median(results[(compiler, size_text, "serial-inner")])
+                    steady.setdefault(key, []).append(float(out[0]))
+                    first.setdefault(key, []).append(float(out[1]))
+    columns = [(c, " ".join(size)) for c in ("gcc", "clang") for size in TBB_SIZES]
+    for title, results in (("steady state (median of 5 passes after the first)", steady),
+                           ("first pass (runtime start-up included)", first)):
+        print(f"\n== TBB parallel_for with an OpenMP region per item (omp_in_tbb OUTER INNER), "
+              f"{title}, {setup.cpus} CPUs, {repeats} runs: median milliseconds, ratio of "
+              "the median to serial-inner's, and the ratios' range [min-max] over the runs "
+              "(each run against serial-inner's median); static = "
+              f"{tbb_share} TBB threads x {max(1, setup.cpus // tbb_share)} OpenMP threads")
+        if not have_irml:
+            print(f"   (no TBB adapter at {setup.tbb_irml}: TBB's own workers stay outside coexec)")
+        print(f"{'mode':<15} " + " ".join(f"{c + ' ' + s:>29}" for c, s in columns))
+        for m in modes:
             cells = []
-            for m in modes:
-                value = median(results[(compiler, size_text, m)])
-                cells.append(f"{value * 1000:>8.2f} {value / ideal:>5.2f}x")
-            print(f"{compiler:<6} {size_text:>14} " + " ".join(f"{c:>15}" for c in cells))
+            for compiler, size in columns:
+                ideal = median(results[(compiler, size, "serial-inner")])
+                values = results[(compiler, size, m)]
+                value = median(values)
+                cells.append(f"{value * 1000:8.2f} {value / ideal:5.2f}x "
+                             f"[{min(values) / ideal:4.2f}-{max(values) / ideal:4.2f}]")
+            print(f"{m:<15} " + " ".join(f"{c:>29}" for c in cells))
 
 
 # ---- TBB phases alternating with OpenMP phases -----------------------------
