@@ -93,6 +93,14 @@ int coexec_spare_cpus(int *spare);
  * null `mask`. Callable before nosv_init() and from any thread. */
 int coexec_visible_affinity(size_t size, void *mask);
 
+/* Inside a pthread_create() that libcoexec forwards to the next definition,
+ * the return address of the program's call; NULL anywhere else. libcoexec
+ * defines pthread_create (a thread that coexec pinned creates threads that
+ * start from its visible mask, see docs/affinity.md), so a later interposer
+ * that tells its callers apart by that address (the PoCL adapter) asks here
+ * first. */
+const void *coexec_pthread_create_caller(void);
+
 /* Nonzero when this process is joined to a coexec instance (nosv_init()
  * succeeded and the last nosv_shutdown() has not run yet). */
 int coexec_is_active(void);

@@ -159,6 +159,80 @@ TEST(Affinity, AWorkerRunningATaskSeesTheProcessMaskNotItsCpu) {
     ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
 }
 
+namespace {
+// The kernel's mask of a thread created with `attr` (nullptr: defaults).
+cpu_set_t kernel_mask_of_new_thread(const pthread_attr_t* attr) {
+    cpu_set_t seen;
+    CPU_ZERO(&seen);
+    pthread_t thread;
+    auto body = [](void* out) -> void* {
+        *static_cast<cpu_set_t*>(out) = test::kernel_affinity();
+        return nullptr;
+    };
+    EXPECT_EQ(pthread_create(&thread, attr, body, &seen), 0);
+    EXPECT_EQ(pthread_join(thread, nullptr), 0);
+    return seen;
+}
+
+void record_new_thread_affinity(nosv_task_t task) {
+    auto* s = static_cast<Seen*>(nosv_get_task_metadata(task));
+    std::thread([s] { s->kernel = test::kernel_affinity(); }).join();
+}
+} // namespace
+
+// A thread that a pinned thread creates with default attributes starts from
+// the creator's visible mask; attributes of the program's are left alone.
+TEST(Affinity, AThreadCreatedWithDefaultAttributesStartsFromTheVisibleMask) {
+    Joined joined;
+    if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "creator", NOSV_ATTACH_NONE), 0);
+    expect_pinned_to_held_cpu();
+    cpu_set_t seen = kernel_mask_of_new_thread(nullptr);
+    EXPECT_TRUE(CPU_EQUAL(&seen, &joined.all())) << "pthread_create with default attributes";
+    std::thread([&] { seen = test::kernel_affinity(); }).join();
+    EXPECT_TRUE(CPU_EQUAL(&seen, &joined.all())) << "std::thread";
+    // Attributes with a mask of their own: that mask.
+    const int other = other_cpu(joined.all(), nosv_get_current_system_cpu());
+    pthread_attr_t attr;
+    ASSERT_EQ(pthread_attr_init(&attr), 0);
+    const cpu_set_t one = only(other);
+    ASSERT_EQ(pthread_attr_setaffinity_np(&attr, sizeof one, &one), 0);
+    seen = kernel_mask_of_new_thread(&attr);
+    EXPECT_TRUE(CPU_EQUAL(&seen, &one)) << "attributes with a mask";
+    // Attributes without one are passed on as they are: the kernel's
+    // inheritance, the creator's pin (docs/affinity.md, Limits).
+    ASSERT_EQ(pthread_attr_destroy(&attr), 0);
+    ASSERT_EQ(pthread_attr_init(&attr), 0);
+    seen = kernel_mask_of_new_thread(&attr);
+    EXPECT_EQ(CPU_COUNT(&seen), 1) << "attributes without a mask";
+    ASSERT_EQ(pthread_attr_destroy(&attr), 0);
+    EXPECT_EQ(coexec_pthread_create_caller(), nullptr) << "outside a forwarded call";
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+    // Not managed any more: plain inheritance of the restored mask.
+    seen = kernel_mask_of_new_thread(nullptr);
+    EXPECT_TRUE(CPU_EQUAL(&seen, &joined.all()));
+}
+
+TEST(Affinity, AThreadThatATaskCreatesStartsFromTheProcessMask) {
+    Joined joined;
+    if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "main", NOSV_ATTACH_NONE), 0);
+    nosv_task_type_t type;
+    ASSERT_EQ(nosv_type_init(&type, record_new_thread_affinity, nullptr, nullptr, "spawner",
+                             nullptr, nullptr, NOSV_TYPE_INIT_NONE),
+              0);
+    nosv_task_t task;
+    ASSERT_EQ(nosv_create(&task, type, sizeof(Seen), NOSV_CREATE_NONE), 0);
+    ASSERT_EQ(nosv_submit(task, NOSV_SUBMIT_BLOCKING), 0);
+    const Seen s = *static_cast<Seen*>(nosv_get_task_metadata(task));
+    EXPECT_TRUE(CPU_EQUAL(&s.kernel, &joined.all()));
+    ASSERT_EQ(nosv_destroy(task, NOSV_DESTROY_NONE), 0);
+    ASSERT_EQ(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), 0);
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), 0);
+}
+
 TEST(Affinity, ASetWhileAttachedIsRememberedNotAppliedAndDetachRestoresIt) {
     Joined joined;
     if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";

@@ -8,6 +8,8 @@
 #include "session.hpp"
 #include "worker_thread.hpp"
 
+#include <coexec/ext.h>
+
 #include <pthread.h>
 
 using namespace coexec::pocl;
@@ -16,10 +18,14 @@ using namespace coexec::pocl;
 #define COEXEC_POCL_CALLER() __builtin_extract_return_addr(__builtin_return_address(0))
 
 // Threads that PoCL's pthread driver starts become coexec threads; the creator
-// is recognised by the library its call comes from.
+// is recognised by the library its call comes from. libcoexec's own
+// pthread_create comes first under `coexec run`, and says whose call it
+// forwards.
 COEXEC_POCL_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                                       void* (*start)(void*), void* arg) {
-    if (module_of(COEXEC_POCL_CALLER()) == Module::PoclPthread && Session::instance().start())
+    const void* caller = coexec_pthread_create_caller();
+    if (caller == nullptr) caller = COEXEC_POCL_CALLER();
+    if (module_of(caller) == Module::PoclPthread && Session::instance().start())
         return create_worker(thread, attr, start, arg);
     return real_pthread().create(thread, attr, start, arg);
 }

@@ -1,0 +1,131 @@
+// libc's pthread_create, as libcoexec exports it: a thread created with
+// default attributes by a thread that coexec manages starts from its
+// creator's visible mask, not from the CPU coexec pinned the creator to
+// (nOS-V does the same). Without this, a pool that a task starts (a
+// std::thread pool, a BLAS library starting up lazily) would run, outside
+// coexec, on that one CPU for good.
+//
+// Like the affinity calls (affinity_interpose.cpp), this definition takes
+// effect when libcoexec comes before libc in the lookup order. Any other
+// call goes to the next definition unchanged; a later interposer learns
+// whom the call came from with coexec_pthread_create_caller().
+#include "thread_context.hpp"
+
+#include "scheduler/kernel_affinity.hpp"
+
+#include <coexec/ext.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+
+namespace coexec::core {
+namespace {
+
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+
+// The next definition (libc's, or a later interposer's), looked up on first
+// use. Racing first calls store the same address, so relaxed order
+// suffices; the pointer is the only data published.
+std::atomic<CreateFn> next_create{nullptr};
+
+CreateFn next_definition() {
+    CreateFn fn = next_create.load(std::memory_order_relaxed);
+    if (fn == nullptr) {
+        fn = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+        next_create.store(fn, std::memory_order_relaxed);
+    }
+    return fn;
+}
+
+// The return address of the call being forwarded, for a later interposer
+// that tells its callers apart by it (coexec_pthread_create_caller()).
+thread_local const void* forwarded_caller = nullptr;
+
+// The attributes a creator that passed none gets: the process's defaults
+// (pthread_setattr_default_np) with `mask`, unless the defaults carry a
+// mask themselves. Attributes the program made stay as they are: they
+// cannot be copied (glibc's may hold a stack of the program's), and setting
+// a mask in them for the call would race with other threads that create
+// with them (nOS-V does that, and resets the mask after).
+class DefaultsWithMask {
+  public:
+    explicit DefaultsWithMask(const cpu_set_t& mask) {
+        if (pthread_getattr_default_np(&attr_) != 0) return;
+        ok_ = true;
+        cpu_set_t own;
+        if (pthread_attr_getaffinity_np(&attr_, sizeof own, &own) == 0 && !all_cpus(own))
+            return; // the defaults' mask applies, as without coexec
+        use_ = pthread_attr_setaffinity_np(&attr_, sizeof mask, &mask) == 0;
+    }
+    ~DefaultsWithMask() {
+        if (ok_) pthread_attr_destroy(&attr_);
+    }
+    DefaultsWithMask(const DefaultsWithMask&) = delete;
+    DefaultsWithMask& operator=(const DefaultsWithMask&) = delete;
+
+    // The attributes to create with: nullptr (the defaults) unless they
+    // carry the mask.
+    const pthread_attr_t* get() const { return use_ ? &attr_ : nullptr; }
+
+  private:
+    // glibc reports a full mask for attributes that carry none.
+    static bool all_cpus(const cpu_set_t& mask) {
+        cpu_set_t full;
+        std::memset(&full, 0xff, sizeof full);
+        return CPU_EQUAL(&mask, &full);
+    }
+
+    pthread_attr_t attr_;
+    bool ok_ = false;  // attr_ holds attributes to destroy
+    bool use_ = false; // ... and they carry the mask
+};
+
+// Whether the calling thread is one coexec manages and has pinned away
+// from its visible mask, which it then stores in `visible`.
+bool pinned_away(cpu_set_t& visible) {
+    if (this_thread_context() == nullptr) return false;
+    CPU_ZERO(&visible);
+    if (coexec_visible_affinity(sizeof visible, &visible) != 0) return false;
+    cpu_set_t kernel;
+    return scheduler::kernel_own_affinity(kernel) && !CPU_EQUAL(&visible, &kernel);
+}
+
+// Restores forwarded_caller when the forwarded call returns.
+class ForwardedCall {
+  public:
+    explicit ForwardedCall(const void* caller) : saved_(forwarded_caller) {
+        forwarded_caller = caller;
+    }
+    ~ForwardedCall() { forwarded_caller = saved_; }
+    ForwardedCall(const ForwardedCall&) = delete;
+    ForwardedCall& operator=(const ForwardedCall&) = delete;
+
+  private:
+    const void* saved_;
+};
+
+} // namespace
+} // namespace coexec::core
+
+using namespace coexec::core;
+
+#define COEXEC_INTERPOSE extern "C" __attribute__((visibility("default")))
+
+COEXEC_INTERPOSE int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                    void* (*routine)(void*), void* arg) {
+    const CreateFn next = next_definition();
+    if (next == nullptr) return ENOSYS;
+    const ForwardedCall call(__builtin_extract_return_addr(__builtin_return_address(0)));
+    cpu_set_t visible;
+    if (attr != nullptr || !pinned_away(visible)) return next(thread, attr, routine, arg);
+    const DefaultsWithMask with_mask(visible);
+    return next(thread, with_mask.get(), routine, arg);
+}
+
+COEXEC_INTERPOSE const void* coexec_pthread_create_caller(void) {
+    return forwarded_caller;
+}
