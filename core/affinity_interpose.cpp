@@ -11,6 +11,7 @@
 // defined here. coexec's own pinning never calls these names (see
 // scheduler/kernel_affinity.hpp).
 #include "affinity.hpp"
+#include "next_definition.hpp"
 #include "thread_context.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
@@ -20,7 +21,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -34,23 +34,11 @@ using SchedSetFn = int (*)(pid_t, size_t, const cpu_set_t*);
 using PthreadGetFn = int (*)(pthread_t, size_t, cpu_set_t*);
 using PthreadSetFn = int (*)(pthread_t, size_t, const cpu_set_t*);
 
-// The next definitions, looked up on first use. Racing first calls store
-// the same address, so relaxed order suffices; the pointer is the only
-// data published.
+// The next definitions (next_definition.hpp).
 std::atomic<SchedGetFn> next_sched_get{nullptr};
 std::atomic<SchedSetFn> next_sched_set{nullptr};
 std::atomic<PthreadGetFn> next_pthread_get{nullptr};
 std::atomic<PthreadSetFn> next_pthread_set{nullptr};
-
-template <typename Fn>
-Fn next_definition(std::atomic<Fn>& cache, const char* name) {
-    Fn fn = cache.load(std::memory_order_relaxed);
-    if (fn == nullptr) {
-        fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-        cache.store(fn, std::memory_order_relaxed);
-    }
-    return fn;
-}
 
 // The calling thread's context, if coexec knows the thread.
 ThreadContext* self_context() {

@@ -9,6 +9,7 @@
 // effect when libcoexec comes before libc in the lookup order. Any other
 // call goes to the next definition unchanged; a later interposer learns
 // whom the call came from with coexec_pthread_create_caller().
+#include "next_definition.hpp"
 #include "thread_context.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
@@ -18,7 +19,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -27,19 +27,8 @@ namespace {
 
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
-// The next definition (libc's, or a later interposer's), looked up on first
-// use. Racing first calls store the same address, so relaxed order
-// suffices; the pointer is the only data published.
+// The next definition (next_definition.hpp).
 std::atomic<CreateFn> next_create{nullptr};
-
-CreateFn next_definition() {
-    CreateFn fn = next_create.load(std::memory_order_relaxed);
-    if (fn == nullptr) {
-        fn = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-        next_create.store(fn, std::memory_order_relaxed);
-    }
-    return fn;
-}
 
 // The return address of the call being forwarded, for a later interposer
 // that tells its callers apart by it (coexec_pthread_create_caller()).
@@ -117,7 +106,7 @@ using namespace coexec::core;
 
 COEXEC_INTERPOSE int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                                     void* (*routine)(void*), void* arg) {
-    const CreateFn next = next_definition();
+    const CreateFn next = next_definition(next_create, "pthread_create");
     if (next == nullptr) return ENOSYS;
     const ForwardedCall call(__builtin_extract_return_addr(__builtin_return_address(0)));
     cpu_set_t visible;
