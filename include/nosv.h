@@ -249,8 +249,8 @@ int nosv_task_had_events(nosv_task_t task);
  * show the mask the thread had before attach, and sched_setaffinity /
  * pthread_setaffinity_np remember a new mask without moving the thread. A
  * worker running a task shows the mask of the thread that called nosv_init.
- * A thread either creates with default attributes (pthread_create with NULL
- * attributes, std::thread) starts from that visible mask.
+ * A thread that either one creates with default attributes (pthread_create
+ * with NULL attributes, std::thread) starts from that visible mask.
  * This needs libcoexec before libc in the lookup order (-lnosv, -lcoexec or
  * LD_PRELOAD); see docs/affinity.md.
  * `label` names the thread in `coexec top` (copied; NULL means "attached").
