@@ -5,42 +5,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <hwloc.h>
-#include <memory>
+#include <fstream>
+#include <numa.h>
 #include <sched.h>
+#include <unistd.h>
 
 namespace coexec::scheduler {
 namespace {
-
-struct TopologyDeleter {
-    void operator()(hwloc_topology_t t) const { hwloc_topology_destroy(t); }
-};
-using Topology = std::unique_ptr<hwloc_topology, TopologyDeleter>;
-
-Topology load_topology() {
-    hwloc_topology_t t = nullptr;
-    if (hwloc_topology_init(&t) != 0) return nullptr;
-    if (hwloc_topology_load(t) != 0) {
-        hwloc_topology_destroy(t);
-        return nullptr;
-    }
-    return Topology(t);
-}
-
-int ancestor_index(hwloc_topology_t t, hwloc_obj_t pu, hwloc_obj_type_t type) {
-    hwloc_obj_t o = hwloc_get_ancestor_obj_by_type(t, type, pu);
-    return o ? int(o->os_index) : -1;
-}
-
-int numa_of(hwloc_topology_t t, hwloc_obj_t pu) {
-    // NUMA nodes are memory children in hwloc 2: find the one whose cpuset
-    // holds this PU.
-    hwloc_obj_t node = nullptr;
-    while ((node = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, node)))
-        if (node->cpuset && hwloc_bitmap_isset(node->cpuset, pu->os_index))
-            return int(node->os_index);
-    return 0;
-}
 
 bool affinity_ids(std::vector<int>& ids, std::string& error) {
     // The kernel's mask (not libcoexec's sched_getaffinity export).
@@ -54,15 +25,47 @@ bool affinity_ids(std::vector<int>& ids, std::string& error) {
     return true;
 }
 
-std::vector<CpuInfo> online_cpus(hwloc_topology_t t) {
-    std::vector<CpuInfo> all;
-    hwloc_obj_t pu = nullptr;
-    while ((pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu))) {
-        int core = ancestor_index(t, pu, HWLOC_OBJ_CORE);
-        all.push_back({int(pu->os_index), core < 0 ? int(pu->os_index) : core, numa_of(t, pu)});
+// The first line of a sysfs file, or "" when it cannot be read.
+std::string read_line(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+// The kernel's online CPUs, each with its core and NUMA node, as hwloc's
+// Linux backend reads them: the core is topology/core_id (hwloc's core
+// os_index; the CPU itself where sysfs hides it) and the node comes from
+// libnuma (node 0 on a kernel without NUMA). Read here rather than through
+// hwloc: its topology load dlopens its plugins (OpenCL, GL, PCI, XML and
+// their libraries), which made up most of the nosv_init of a process that
+// lays out a segment, the first of every instance (docs/scheduler.md).
+bool online_cpus(std::vector<CpuInfo>& out, std::string& error) {
+    const std::string sys = "/sys/devices/system/cpu/";
+    std::vector<int> ids;
+    if (std::string why; !parse_cpu_list(read_line(sys + "online"), ids, why)) {
+        // Some containers hide sysfs: every configured CPU then counts.
+        const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+        if (n < 1) {
+            error = "cannot tell which CPUs are online (" + sys + "online: " + why + ")";
+            return false;
+        }
+        ids.clear();
+        for (int i = 0; i < n && i < CPU_SETSIZE; ++i)
+            ids.push_back(i);
     }
-    std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.system_id < b.system_id; });
-    return all;
+    const bool numa = ::numa_available() >= 0;
+    out.clear();
+    for (int id : ids) {
+        char* end = nullptr;
+        const std::string core_text =
+            read_line(sys + "cpu" + std::to_string(id) + "/topology/core_id");
+        const long core = std::strtol(core_text.c_str(), &end, 10);
+        const bool have_core = !core_text.empty() && *end == '\0' && core >= 0;
+        const int node = numa ? ::numa_node_of_cpu(id) : 0;
+        out.push_back({id, have_core ? int(core) : id, node < 0 ? 0 : node});
+    }
+    return true;
 }
 
 bool contains(const std::vector<int>& sorted, int id) {
@@ -168,12 +171,8 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
                 }
         }
     }
-    Topology topo = load_topology();
-    if (!topo) {
-        error = "hwloc could not load the machine topology";
-        return false;
-    }
-    const std::vector<CpuInfo> all = online_cpus(topo.get());
+    std::vector<CpuInfo> all;
+    if (!online_cpus(all, error)) return false;
     for (const CpuInfo& c : all) {
         // The affinity mask and the cpuset may name CPUs that are offline.
         const bool wanted = ids.empty() ? binding == "all" : contains(ids, c.system_id);

@@ -1,7 +1,8 @@
-// CPU lists, cgroup limits and hwloc discovery.
+// CPU lists, cgroup limits and CPU discovery (checked against hwloc).
 #include "scheduler/topology.hpp"
 
 #include <gtest/gtest.h>
+#include <hwloc.h>
 
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,31 @@ TEST(Topology, AllMatchesOnlineCpus) {
     EXPECT_EQ(d.cpus.size(), size_t(std::thread::hardware_concurrency()));
     for (size_t i = 1; i < d.cpus.size(); ++i)
         EXPECT_LT(d.cpus[i - 1].system_id, d.cpus[i].system_id);
+}
+
+// Every online CPU has the core and NUMA node that hwloc gives it (the
+// core's and the node's os_index), which nosv_get_current_system_domain()
+// reports; coexec reads them from sysfs and libnuma, without hwloc's
+// plugins.
+TEST(Topology, CoresAndNodesMatchHwloc) {
+    Discovery d;
+    std::string err;
+    ASSERT_TRUE(discover_cpus("all", d, err, {})) << err;
+    hwloc_topology_t t = nullptr;
+    ASSERT_EQ(hwloc_topology_init(&t), 0);
+    ASSERT_EQ(hwloc_topology_load(t), 0);
+    for (const CpuInfo& c : d.cpus) {
+        hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t, unsigned(c.system_id));
+        ASSERT_NE(pu, nullptr) << "cpu " << c.system_id;
+        hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
+        EXPECT_EQ(c.core, core ? int(core->os_index) : c.system_id) << "cpu " << c.system_id;
+        hwloc_obj_t node = nullptr;
+        int numa = -1;
+        while ((node = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, node)))
+            if (hwloc_bitmap_isset(node->cpuset, unsigned(c.system_id))) numa = int(node->os_index);
+        EXPECT_EQ(c.system_numa, numa) << "cpu " << c.system_id;
+    }
+    hwloc_topology_destroy(t);
 }
 
 TEST(Topology, BindingRestrictsAndRejectsOfflineCpus) {
