@@ -33,21 +33,30 @@ std::string read_line(const std::string& path) {
     return line;
 }
 
-// The kernel's online CPUs, each with its core and NUMA node, as hwloc's
-// Linux backend reads them: the core is topology/core_id (hwloc's core
-// os_index; the CPU itself where sysfs hides it) and the node comes from
-// libnuma (node 0 on a kernel without NUMA). Read here rather than through
+bool contains(const std::vector<int>& sorted, int id) {
+    return std::binary_search(sorted.begin(), sorted.end(), id);
+}
+
+// An online CPU as sysfs and libnuma describe it.
+struct SysCpu {
+    int id;
+    std::vector<int> siblings; // its core's CPUs (topology/thread_siblings_list)
+    int numa;
+};
+
+// The kernel's online CPUs under `sys` (sysfs's devices/system/cpu), each with
+// its thread siblings (itself alone where sysfs hides them) and NUMA node
+// (libnuma; node 0 on a kernel without NUMA). Read here rather than through
 // hwloc: its topology load dlopens its plugins (OpenCL, GL, PCI, XML and
 // their libraries), which made up most of the nosv_init of a process that
 // lays out a segment, the first of every instance (docs/scheduler.md).
-bool online_cpus(std::vector<CpuInfo>& out, std::string& error) {
-    const std::string sys = "/sys/devices/system/cpu/";
+bool online_cpus(const std::string& sys, std::vector<SysCpu>& out, std::string& error) {
     std::vector<int> ids;
-    if (std::string why; !parse_cpu_list(read_line(sys + "online"), ids, why)) {
+    if (std::string why; !parse_cpu_list(read_line(sys + "/online"), ids, why)) {
         // Some containers hide sysfs: every configured CPU then counts.
         const long n = ::sysconf(_SC_NPROCESSORS_CONF);
         if (n < 1) {
-            error = "cannot tell which CPUs are online (" + sys + "online: " + why + ")";
+            error = "cannot tell which CPUs are online (" + sys + "/online: " + why + ")";
             return false;
         }
         ids.clear();
@@ -57,19 +66,36 @@ bool online_cpus(std::vector<CpuInfo>& out, std::string& error) {
     const bool numa = ::numa_available() >= 0;
     out.clear();
     for (int id : ids) {
-        char* end = nullptr;
-        const std::string core_text =
-            read_line(sys + "cpu" + std::to_string(id) + "/topology/core_id");
-        const long core = std::strtol(core_text.c_str(), &end, 10);
-        const bool have_core = !core_text.empty() && *end == '\0' && core >= 0;
+        SysCpu c{id, {}, 0};
+        const std::string list =
+            read_line(sys + "/cpu" + std::to_string(id) + "/topology/thread_siblings_list");
+        if (std::string why; !parse_cpu_list(list, c.siblings, why) || !contains(c.siblings, id))
+            c.siblings = {id};
         const int node = numa ? ::numa_node_of_cpu(id) : 0;
-        out.push_back({id, have_core ? int(core) : id, node < 0 ? 0 : node});
+        c.numa = node < 0 ? 0 : node;
+        out.push_back(std::move(c));
     }
     return true;
 }
 
-bool contains(const std::vector<int>& sorted, int id) {
-    return std::binary_search(sorted.begin(), sorted.end(), id);
+// Sets each CPU's core to its core's system id as nOS-V defines it: the
+// first of its thread siblings among `cpus` (the kernel's core_id repeats
+// across packages).
+void assign_cores(std::vector<CpuInfo>& cpus, const std::vector<SysCpu>& all) {
+    std::vector<int> kept;
+    for (const CpuInfo& c : cpus)
+        kept.push_back(c.system_id);
+    for (CpuInfo& c : cpus) {
+        auto it = std::lower_bound(all.begin(), all.end(), c.system_id,
+                                   [](const SysCpu& s, int id) { return s.id < id; });
+        c.core = c.system_id;
+        if (it == all.end() || it->id != c.system_id) continue;
+        for (int sibling : it->siblings)
+            if (contains(kept, sibling)) {
+                c.core = sibling; // siblings are sorted: the first kept one
+                break;
+            }
+    }
 }
 
 // Keeps `n` CPUs, taking the first CPU of each core before the second of
@@ -142,7 +168,7 @@ std::string format_cpu_list(const std::vector<int>& ids) {
 }
 
 bool discover_cpus(const std::string& binding, Discovery& out, std::string& error,
-                   const CgroupLimits& limits) {
+                   const CgroupLimits& limits, const std::string& sysfs_cpu) {
     out = {};
     std::vector<int> ids;
     if (binding == "inherit") {
@@ -171,16 +197,18 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
                 }
         }
     }
-    std::vector<CpuInfo> all;
-    if (!online_cpus(all, error)) return false;
-    for (const CpuInfo& c : all) {
+    std::vector<SysCpu> all;
+    if (!online_cpus(sysfs_cpu, all, error)) return false;
+    for (const SysCpu& c : all) {
         // The affinity mask and the cpuset may name CPUs that are offline.
-        const bool wanted = ids.empty() ? binding == "all" : contains(ids, c.system_id);
-        if (wanted && (!cpuset || contains(limits.cpuset, c.system_id))) out.cpus.push_back(c);
+        const bool wanted = ids.empty() ? binding == "all" : contains(ids, c.id);
+        if (wanted && (!cpuset || contains(limits.cpuset, c.id)))
+            out.cpus.push_back({c.id, c.id, c.numa});
     }
+    assign_cores(out.cpus, all);
     if (binding != "all" && binding != "inherit") {
         for (int id : ids)
-            if (std::none_of(all.begin(), all.end(), [&](auto& c) { return c.system_id == id; })) {
+            if (std::none_of(all.begin(), all.end(), [&](auto& c) { return c.id == id; })) {
                 error =
                     "topology.binding names CPU " + std::to_string(id) + ", which is not online";
                 return false;
@@ -191,7 +219,10 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
         return false;
     }
     if (limits.quota_cpus > 0) {
-        if (limits.quota_cpus < int(out.cpus.size())) keep_spread(out.cpus, limits.quota_cpus);
+        if (limits.quota_cpus < int(out.cpus.size())) {
+            keep_spread(out.cpus, limits.quota_cpus);
+            assign_cores(out.cpus, all); // a core's first sibling may be gone
+        }
         out.quota_cpus = limits.quota_cpus;
         out.quota_origin = limits.quota_source;
     }

@@ -10,7 +10,7 @@ namespace coexec::scheduler {
 
 struct CpuInfo {
     int system_id;   // kernel CPU number
-    int core;        // hwloc core os_index (or the CPU itself)
+    int core;        // core system id, as nOS-V's: its first managed thread sibling
     int system_numa; // NUMA node os_index (0 on machines without NUMA info)
 };
 
@@ -38,7 +38,10 @@ std::string format_cpu_list(const std::vector<int>& ids);
 // before a second of any core, so that at most that many run coexec
 // threads at once. Returns false with a message when nothing is left or the
 // binding names a CPU it may not use.
+// The CPUs, their cores and NUMA nodes come from `sysfs_cpu` (sysfs's
+// devices/system/cpu; tests pass a tree of their own) and libnuma.
 bool discover_cpus(const std::string& binding, Discovery& out, std::string& error,
-                   const CgroupLimits& limits = read_cgroup_limits());
+                   const CgroupLimits& limits = read_cgroup_limits(),
+                   const std::string& sysfs_cpu = "/sys/devices/system/cpu");
 
 } // namespace coexec::scheduler

@@ -39,10 +39,10 @@ TEST(Topology, AllMatchesOnlineCpus) {
         EXPECT_LT(d.cpus[i - 1].system_id, d.cpus[i].system_id);
 }
 
-// Every online CPU has the core and NUMA node that hwloc gives it (the
-// core's and the node's os_index), which nosv_get_current_system_domain()
-// reports; coexec reads them from sysfs and libnuma, without hwloc's
-// plugins.
+// Every online CPU has the core and NUMA node that hwloc sees: its core's
+// first CPU (nOS-V's core system id) and its node's os_index, which
+// nosv_get_current_system_domain() reports. coexec reads them from sysfs and
+// libnuma, without hwloc's plugins.
 TEST(Topology, CoresAndNodesMatchHwloc) {
     Discovery d;
     std::string err;
@@ -54,7 +54,8 @@ TEST(Topology, CoresAndNodesMatchHwloc) {
         hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t, unsigned(c.system_id));
         ASSERT_NE(pu, nullptr) << "cpu " << c.system_id;
         hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
-        EXPECT_EQ(c.core, core ? int(core->os_index) : c.system_id) << "cpu " << c.system_id;
+        EXPECT_EQ(c.core, core ? hwloc_bitmap_first(core->cpuset) : c.system_id)
+            << "cpu " << c.system_id;
         hwloc_obj_t node = nullptr;
         int numa = -1;
         while ((node = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, node)))
@@ -92,11 +93,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A directory tree standing in for / : /proc/self/{cgroup,mountinfo} and the
-// cgroup files they lead to. Removed on destruction.
+// A directory tree standing in for / (/proc/self/{cgroup,mountinfo} and the
+// cgroup files they lead to) or for sysfs's devices/system/cpu. Removed on
+// destruction.
 class FakeRoot {
   public:
-    FakeRoot() : dir_(fs::temp_directory_path() / ("coexec-cgroup-" + std::to_string(getpid()))) {
+    FakeRoot()
+        : dir_(fs::temp_directory_path() /
+               ("coexec-fake-" + std::to_string(getpid()) + "-" + std::to_string(count_++))) {
         fs::remove_all(dir_);
     }
     ~FakeRoot() { fs::remove_all(dir_); }
@@ -108,6 +112,7 @@ class FakeRoot {
     }
 
   private:
+    static inline int count_ = 0;
     fs::path dir_;
 };
 
@@ -238,4 +243,50 @@ TEST(Topology, InheritFollowsTheAffinityMask) {
     ASSERT_EQ(d.cpus.size(), 1u);
     EXPECT_EQ(d.cpus[0].system_id, first);
     EXPECT_NE(d.origin.find("affinity mask " + std::to_string(first)), std::string::npos);
+}
+
+// A fake sysfs of two packages with two cores of two threads each, numbered
+// as Intel machines number them (a core's threads are N and N+2 within a
+// package). The kernel's core_id repeats across packages (0, 1, 0, 1); a
+// core is named by its first thread, as in nOS-V, so a quota of 4 CPUs gets
+// one thread of each of the 4 cores, and a binding to both threads of one
+// core names that core by its first managed thread.
+TEST(Topology, CoresAreNamedByTheirFirstThreadAcrossPackages) {
+    FakeRoot sys;
+    sys.write("/online", "0-7\n");
+    const int core_id[] = {0, 1, 0, 1, 0, 1, 0, 1};
+    const char* siblings[] = {"0,2", "1,3", "0,2", "1,3", "4,6", "5,7", "4,6", "5,7"};
+    for (int cpu = 0; cpu < 8; ++cpu) {
+        const std::string dir = "/cpu" + std::to_string(cpu) + "/topology/";
+        sys.write(dir + "core_id", std::to_string(core_id[cpu]) + "\n");
+        sys.write(dir + "thread_siblings_list", std::string(siblings[cpu]) + "\n");
+    }
+    Discovery d;
+    std::string err;
+    ASSERT_TRUE(discover_cpus("all", d, err, {}, sys.path())) << err;
+    std::vector<int> cores;
+    for (const CpuInfo& c : d.cpus)
+        cores.push_back(c.core);
+    EXPECT_EQ(cores, (std::vector<int>{0, 1, 0, 1, 4, 5, 4, 5}));
+
+    CgroupLimits limits;
+    limits.quota_cpus = 4;
+    limits.quota_source = "fake quota";
+    ASSERT_TRUE(discover_cpus("all", d, err, limits, sys.path())) << err;
+    std::vector<int> kept;
+    for (const CpuInfo& c : d.cpus)
+        kept.push_back(c.system_id);
+    EXPECT_EQ(kept, (std::vector<int>{0, 1, 4, 5})) << "one thread of each core first";
+
+    ASSERT_TRUE(discover_cpus("2,6", d, err, {}, sys.path())) << err;
+    ASSERT_EQ(d.cpus.size(), 2u);
+    EXPECT_EQ(d.cpus[0].core, 2) << "CPU 0 is not managed: its sibling 2 names the core";
+    EXPECT_EQ(d.cpus[1].core, 6);
+
+    // A sysfs without siblings: each CPU is its own core.
+    FakeRoot bare;
+    bare.write("/online", "0-1\n");
+    ASSERT_TRUE(discover_cpus("all", d, err, {}, bare.path())) << err;
+    ASSERT_EQ(d.cpus.size(), 2u);
+    EXPECT_EQ(d.cpus[1].core, 1);
 }
