@@ -1,5 +1,6 @@
 #include "cgroup_limits.hpp"
 
+#include "read_line.hpp"
 #include "topology.hpp"
 
 #include <algorithm>
@@ -17,14 +18,6 @@ struct Hierarchy {
     std::string mount; // mount point, e.g. /sys/fs/cgroup/cpu
     std::string dir;   // the process's cgroup directory under it
 };
-
-bool read_line(const std::string& path, std::string& out) {
-    std::ifstream in(path);
-    if (!in || !std::getline(in, out)) return false;
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-        out.pop_back();
-    return true;
-}
 
 bool has_word(const std::string& list, const std::string& word) {
     std::stringstream ss(list);

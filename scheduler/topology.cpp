@@ -1,11 +1,11 @@
 #include "topology.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
+#include "scheduler/read_line.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <numa.h>
 #include <sched.h>
 #include <unistd.h>
@@ -23,14 +23,6 @@ bool affinity_ids(std::vector<int>& ids, std::string& error) {
     for (int i = 0; i < CPU_SETSIZE; ++i)
         if (CPU_ISSET(i, &set)) ids.push_back(i);
     return true;
-}
-
-// The first line of a sysfs file, or "" when it cannot be read.
-std::string read_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
 }
 
 bool contains(const std::vector<int>& sorted, int id) {
@@ -52,11 +44,13 @@ struct SysCpu {
 // lays out a segment, the first of every instance (docs/scheduler.md).
 bool online_cpus(const std::string& sys, std::vector<SysCpu>& out, std::string& error) {
     std::vector<int> ids;
-    if (std::string why; !parse_cpu_list(read_line(sys + "/online"), ids, why)) {
+    std::string online, why;
+    if (!read_line(sys + "/online", online) || !parse_cpu_list(online, ids, why)) {
         // Some containers hide sysfs: every configured CPU then counts.
         const long n = ::sysconf(_SC_NPROCESSORS_CONF);
         if (n < 1) {
-            error = "cannot tell which CPUs are online (" + sys + "/online: " + why + ")";
+            error = "cannot tell which CPUs are online (" + sys +
+                    "/online: " + (why.empty() ? "unreadable" : why) + ")";
             return false;
         }
         ids.clear();
@@ -67,9 +61,10 @@ bool online_cpus(const std::string& sys, std::vector<SysCpu>& out, std::string& 
     out.clear();
     for (int id : ids) {
         SysCpu c{id, {}, 0};
-        const std::string list =
-            read_line(sys + "/cpu" + std::to_string(id) + "/topology/thread_siblings_list");
-        if (std::string why; !parse_cpu_list(list, c.siblings, why) || !contains(c.siblings, id))
+        std::string list;
+        if (!read_line(sys + "/cpu" + std::to_string(id) + "/topology/thread_siblings_list",
+                       list) ||
+            !parse_cpu_list(list, c.siblings, why) || !contains(c.siblings, id))
             c.siblings = {id};
         const int node = numa ? ::numa_node_of_cpu(id) : 0;
         c.numa = node < 0 ? 0 : node;
