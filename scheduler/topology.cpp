@@ -29,63 +29,70 @@ bool contains(const std::vector<int>& sorted, int id) {
     return std::binary_search(sorted.begin(), sorted.end(), id);
 }
 
-// An online CPU as sysfs and libnuma describe it.
-struct SysCpu {
+// The kernel's online CPUs, from `sys` (sysfs's devices/system/cpu). Read
+// here, as with the siblings and nodes below, rather than through hwloc: its
+// topology load dlopens its plugins (OpenCL, GL, PCI, XML and their
+// libraries), which made up most of the nosv_init of a process that lays out
+// a segment, the first of every instance (docs/scheduler.md).
+bool online_cpus(const std::string& sys, std::vector<int>& ids, std::string& error) {
+    std::string online, why;
+    if (read_line(sys + "/online", online) && parse_cpu_list(online, ids, why)) return true;
+    // Some containers hide sysfs: every configured CPU then counts.
+    const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+    if (n < 1) {
+        error = "cannot tell which CPUs are online (" + sys +
+                "/online: " + (why.empty() ? "unreadable" : why) + ")";
+        return false;
+    }
+    ids.clear();
+    for (int i = 0; i < n && i < CPU_SETSIZE; ++i)
+        ids.push_back(i);
+    return true;
+}
+
+// A managed CPU's thread siblings (its core's CPUs), sorted.
+struct Siblings {
     int id;
-    std::vector<int> siblings; // its core's CPUs (topology/thread_siblings_list)
-    int numa;
+    std::vector<int> cpus;
 };
 
-// The kernel's online CPUs under `sys` (sysfs's devices/system/cpu), each with
-// its thread siblings (itself alone where sysfs hides them) and NUMA node
-// (libnuma; node 0 on a kernel without NUMA). Read here rather than through
-// hwloc: its topology load dlopens its plugins (OpenCL, GL, PCI, XML and
-// their libraries), which made up most of the nosv_init of a process that
-// lays out a segment, the first of every instance (docs/scheduler.md).
-bool online_cpus(const std::string& sys, std::vector<SysCpu>& out, std::string& error) {
-    std::vector<int> ids;
-    std::string online, why;
-    if (!read_line(sys + "/online", online) || !parse_cpu_list(online, ids, why)) {
-        // Some containers hide sysfs: every configured CPU then counts.
-        const long n = ::sysconf(_SC_NPROCESSORS_CONF);
-        if (n < 1) {
-            error = "cannot tell which CPUs are online (" + sys +
-                    "/online: " + (why.empty() ? "unreadable" : why) + ")";
-            return false;
+// The thread siblings of each of `cpus` (sorted by id), from
+// topology/thread_siblings_list: one read per core, as a core's threads
+// share the list; the CPU alone where sysfs hides it.
+std::vector<Siblings> read_siblings(const std::string& sys, const std::vector<CpuInfo>& cpus) {
+    std::vector<Siblings> out;
+    for (const CpuInfo& c : cpus) {
+        auto known = std::find_if(out.begin(), out.end(),
+                                  [&](const Siblings& s) { return contains(s.cpus, c.system_id); });
+        if (known != out.end()) {
+            out.push_back({c.system_id, known->cpus});
+            continue;
         }
-        ids.clear();
-        for (int i = 0; i < n && i < CPU_SETSIZE; ++i)
-            ids.push_back(i);
-    }
-    const bool numa = ::numa_available() >= 0;
-    out.clear();
-    for (int id : ids) {
-        SysCpu c{id, {}, 0};
-        std::string list;
-        if (!read_line(sys + "/cpu" + std::to_string(id) + "/topology/thread_siblings_list",
+        Siblings s{c.system_id, {}};
+        std::string list, why;
+        if (!read_line(sys + "/cpu" + std::to_string(c.system_id) +
+                           "/topology/thread_siblings_list",
                        list) ||
-            !parse_cpu_list(list, c.siblings, why) || !contains(c.siblings, id))
-            c.siblings = {id};
-        const int node = numa ? ::numa_node_of_cpu(id) : 0;
-        c.numa = node < 0 ? 0 : node;
-        out.push_back(std::move(c));
+            !parse_cpu_list(list, s.cpus, why) || !contains(s.cpus, c.system_id))
+            s.cpus = {c.system_id};
+        out.push_back(std::move(s));
     }
-    return true;
+    return out;
 }
 
 // Sets each CPU's core to its core's system id as nOS-V defines it: the
 // first of its thread siblings among `cpus` (the kernel's core_id repeats
-// across packages).
-void assign_cores(std::vector<CpuInfo>& cpus, const std::vector<SysCpu>& all) {
+// across packages). `siblings` holds at least every CPU of `cpus`.
+void assign_cores(std::vector<CpuInfo>& cpus, const std::vector<Siblings>& siblings) {
     std::vector<int> kept;
     for (const CpuInfo& c : cpus)
         kept.push_back(c.system_id);
     for (CpuInfo& c : cpus) {
-        auto it = std::lower_bound(all.begin(), all.end(), c.system_id,
-                                   [](const SysCpu& s, int id) { return s.id < id; });
+        auto it = std::lower_bound(siblings.begin(), siblings.end(), c.system_id,
+                                   [](const Siblings& s, int id) { return s.id < id; });
         c.core = c.system_id;
-        if (it == all.end() || it->id != c.system_id) continue;
-        for (int sibling : it->siblings)
+        if (it == siblings.end() || it->id != c.system_id) continue;
+        for (int sibling : it->cpus)
             if (contains(kept, sibling)) {
                 c.core = sibling; // siblings are sorted: the first kept one
                 break;
@@ -192,18 +199,21 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
                 }
         }
     }
-    std::vector<SysCpu> all;
-    if (!online_cpus(sysfs_cpu, all, error)) return false;
-    for (const SysCpu& c : all) {
+    std::vector<int> online;
+    if (!online_cpus(sysfs_cpu, online, error)) return false;
+    const bool numa = ::numa_available() >= 0; // else every CPU is on node 0
+    for (int id : online) {
         // The affinity mask and the cpuset may name CPUs that are offline.
-        const bool wanted = ids.empty() ? binding == "all" : contains(ids, c.id);
-        if (wanted && (!cpuset || contains(limits.cpuset, c.id)))
-            out.cpus.push_back({c.id, c.id, c.numa});
+        const bool wanted = ids.empty() ? binding == "all" : contains(ids, id);
+        if (!wanted || (cpuset && !contains(limits.cpuset, id))) continue;
+        const int node = numa ? ::numa_node_of_cpu(id) : 0;
+        out.cpus.push_back({id, id, node < 0 ? 0 : node});
     }
-    assign_cores(out.cpus, all);
+    const std::vector<Siblings> siblings = read_siblings(sysfs_cpu, out.cpus);
+    assign_cores(out.cpus, siblings);
     if (binding != "all" && binding != "inherit") {
         for (int id : ids)
-            if (std::none_of(all.begin(), all.end(), [&](auto& c) { return c.id == id; })) {
+            if (!contains(online, id)) {
                 error =
                     "topology.binding names CPU " + std::to_string(id) + ", which is not online";
                 return false;
@@ -216,7 +226,7 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
     if (limits.quota_cpus > 0) {
         if (limits.quota_cpus < int(out.cpus.size())) {
             keep_spread(out.cpus, limits.quota_cpus);
-            assign_cores(out.cpus, all); // a core's first sibling may be gone
+            assign_cores(out.cpus, siblings); // a core's first sibling may be gone
         }
         out.quota_cpus = limits.quota_cpus;
         out.quota_origin = limits.quota_source;
