@@ -354,7 +354,7 @@ COEXEC_API int coexec_block_exit(void) {
 COEXEC_API int coexec_cpu_wanted(void) {
     Runtime* rt = Runtime::get();
     ThreadContext* self = rt ? this_thread_context() : nullptr;
-    return self && rt->cpu_wanted(*self);
+    return self ? rt->cpu_wanted(*self) : 0;
 }
 
 COEXEC_API int coexec_spare_cpus(int* spare) {
@@ -362,6 +362,14 @@ COEXEC_API int coexec_spare_cpus(int* spare) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     *spare = rt->spare_cpus();
+    return NOSV_SUCCESS;
+}
+
+COEXEC_API int coexec_quantum(uint64_t* ns) {
+    if (!ns) return NOSV_ERR_INVALID_PARAMETER;
+    Runtime* rt = Runtime::get();
+    if (!rt) return NOSV_ERR_NOT_INITIALIZED;
+    *ns = rt->quantum_ns();
     return NOSV_SUCCESS;
 }
 

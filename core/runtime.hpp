@@ -80,9 +80,12 @@ class Runtime {
     int keep_cpu(ThreadContext& self);
     int lend_kept_cpu(ThreadContext& self);
     int block_exit(ThreadContext& self);
-    bool cpu_wanted(const ThreadContext& self) const;
+    // See coexec_cpu_wanted(): COEXEC_CPU_WANTED_* flags, 0 when none.
+    int cpu_wanted(const ThreadContext& self) const;
     // See coexec_spare_cpus().
     int spare_cpus() const;
+    // See coexec_quantum().
+    uint64_t quantum_ns() const;
     // Completes `task` if its last event is gone.
     void release_events(nosv_task* task, uint64_t count);
 

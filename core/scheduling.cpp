@@ -4,6 +4,8 @@
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
 
+#include <coexec/ext.h>
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -334,13 +336,20 @@ void Runtime::step_on_cpu(ThreadContext& self, WakeList& wakes) {
     workers_.unblocked(self);
 }
 
-bool Runtime::cpu_wanted(const ThreadContext& self) const {
-    if (self.cpu == kNone) return false;
-    return sched().has_work(proc(), self.cpu) || sched().foreign_work(proc(), self.cpu);
+int Runtime::cpu_wanted(const ThreadContext& self) const {
+    if (self.cpu == kNone) return 0;
+    // Foreign work is looked for either way: a caller may keep its CPU from
+    // its own process's work a little longer, never from another process's.
+    const int here = sched().has_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_HERE : 0;
+    return here | (sched().foreign_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_ELSEWHERE : 0);
 }
 
 int Runtime::spare_cpus() const {
     return sched().spare_cpus();
+}
+
+uint64_t Runtime::quantum_ns() const {
+    return sched().quantum_ns();
 }
 
 } // namespace coexec::core

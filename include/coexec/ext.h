@@ -67,9 +67,12 @@ int coexec_lend_kept_cpu(void);
  * NOSV_ERR_INVALID_OPERATION without a matching enter. */
 int coexec_block_exit(void);
 
-/* Nonzero when some ready coexec work (of any process) could run on the
- * caller's CPU right now. A relaxed read: cheap enough for spin loops, and a
- * hint only. Returns 0 outside a task. */
+/* Who has ready coexec work that could run on the caller's CPU right now:
+ * 0 when no one, else COEXEC_CPU_WANTED_HERE (the caller's process) and/or
+ * COEXEC_CPU_WANTED_ELSEWHERE (another process). Relaxed reads: cheap enough
+ * for spin loops, and a hint only. Returns 0 outside a task. */
+#define COEXEC_CPU_WANTED_HERE 1
+#define COEXEC_CPU_WANTED_ELSEWHERE 2
 int coexec_cpu_wanted(void);
 
 /* Stores in *spare how many more coexec threads could run right now
@@ -81,6 +84,13 @@ int coexec_cpu_wanted(void);
  * use), stale as soon as it returns. From any thread of a process joined to
  * coexec. */
 int coexec_spare_cpus(int *spare);
+
+/* Stores in *ns the scheduler's quantum (scheduler.quantum_ns of the
+ * segment): how long a process keeps a CPU that another process waits for.
+ * Runtimes that take turns among their own threads may use the same length.
+ * Returns NOSV_ERR_NOT_INITIALIZED before nosv_init() and
+ * NOSV_ERR_INVALID_PARAMETER for a null `ns`. */
+int coexec_quantum(uint64_t *ns);
 
 /* Fills the `size` bytes at `mask` (a cpu_set_t) with the calling thread's
  * visible mask: what sched_getaffinity(0, ...) answers when libcoexec comes

@@ -815,6 +815,10 @@ const std::vector<Row> kRows = {
      [](Handles&) { int n; return coexec_spare_cpus(&n); }},
     {"spare_cpus_Null", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
      [](Handles&) { return coexec_spare_cpus(nullptr); }},
+    {"quantum_BeforeInit", Where::BeforeInit, NOSV_ERR_NOT_INITIALIZED,
+     [](Handles&) { uint64_t ns; return coexec_quantum(&ns); }},
+    {"quantum_Null", Where::OutsideTask, NOSV_ERR_INVALID_PARAMETER,
+     [](Handles&) { return coexec_quantum(nullptr); }},
 };
 // clang-format on
 
@@ -991,6 +995,7 @@ TEST(ApiErrorsTable, CoversEveryFunction) {
                                "block_exit",
                                "cpu_wanted",
                                "spare_cpus",
+                               "quantum",
                                "is_active",
                                "init_quiet"};
     for (std::string f : functions) {

@@ -726,6 +726,60 @@ TEST(Api, SpareCpusAreUnheldCpusLessWaitingWork) {
     ASSERT_EQ(nosv_detach(0), 0);
 }
 
+// coexec_cpu_wanted() says whose ready work could take the caller's CPU:
+// its own process's (HERE) or another process's (ELSEWHERE). One CPU: a task
+// the holder submits waits for it, then a thread of a second process that
+// attaches does.
+TEST(Api, CpuWantedSaysWhoseWorkWaits) {
+    test::ScopedSegment seg("topology.binding=0");
+    // Forked before coexec's threads start (see LastProcessOutRemovesTheSegment).
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t child = test::fork_child([&] {
+        char byte = 0;
+        ::close(go[1]);
+        if (::read(go[0], &byte, 1) != 1) return 10;
+        ::unsetenv("COEXEC_DISABLE");
+        nosv_task_t t;
+        if (nosv_init() != NOSV_SUCCESS || nosv_attach(&t, nullptr, "elsewhere", 0) != 0) return 11;
+        return nosv_detach(0) == 0 && nosv_shutdown() == NOSV_SUCCESS ? 0 : 12;
+    });
+    ::close(go[0]);
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_get_num_cpus(), 1);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "holder", 0), 0);
+    EXPECT_EQ(coexec_cpu_wanted(), 0);
+    Countdown done(1);
+    nosv_task_type_t type = make_type();
+    nosv_task_t task = make_task(type, &done);
+    ASSERT_EQ(nosv_submit(task, 0), 0);
+    EXPECT_EQ(coexec_cpu_wanted(), COEXEC_CPU_WANTED_HERE);
+    done.wait(); // pauses: the task runs, then resumes us
+    EXPECT_EQ(coexec_cpu_wanted(), 0);
+    ASSERT_EQ(::write(go[1], "g", 1), 1);
+    ::close(go[1]);
+    const auto deadline = std::chrono::steady_clock::now() + test::kPatience;
+    while (coexec_cpu_wanted() == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(coexec_cpu_wanted(), COEXEC_CPU_WANTED_ELSEWHERE);
+    ASSERT_EQ(nosv_detach(0), 0); // the child gets the CPU
+    EXPECT_EQ(test::wait_child(child), 0);
+    ASSERT_EQ(nosv_destroy(task, 0), 0);
+    ASSERT_EQ(nosv_type_destroy(type, 0), 0);
+    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+}
+
+// coexec_quantum() answers the segment's scheduler.quantum_ns.
+TEST(Api, QuantumIsTheSegmentsQuantum) {
+    uint64_t ns = 42;
+    EXPECT_EQ(coexec_quantum(&ns), NOSV_ERR_NOT_INITIALIZED);
+    Instance in("scheduler.quantum_ns=3000000", false);
+    EXPECT_EQ(coexec_quantum(nullptr), NOSV_ERR_INVALID_PARAMETER);
+    ASSERT_EQ(coexec_quantum(&ns), NOSV_SUCCESS);
+    EXPECT_EQ(ns, 3'000'000u);
+}
+
 TEST(Api, ALentCpuComesBackWhenNobodyNeedsIt) {
     expect_parked_cpu_comes_back(coexec_lend_cpu, shm::CpuState::Lent, "lender");
 }
