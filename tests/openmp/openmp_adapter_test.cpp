@@ -395,12 +395,15 @@ TeamCounts team_counts(const std::string& compiler, std::map<std::string, std::s
     return c;
 }
 
-class Dynamic : public ::testing::TestWithParam<std::string> {
+// Tests of one compiler's build (the parameter) that need two CPUs.
+class TwoCpus : public ::testing::TestWithParam<std::string> {
   protected:
     void SetUp() override {
         if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
     }
 };
+
+class Dynamic : public TwoCpus {};
 
 // Alone on coexec, OMP_DYNAMIC=true still gives full teams: the team's own
 // threads count as available even while they hold CPUs between regions.
@@ -425,6 +428,56 @@ TEST_P(Dynamic, TeamsShrinkWhenOthersUseTheCpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OpenMP, Dynamic, ::testing::Values("clang", "gcc"));
+
+// Two threads of one process that each loop over regions of two threads
+// (omp_two_teams): how many of the regions ran their threads on two CPUs.
+struct TwoTeams {
+    long regions = 0;
+    long apart = 0;
+    std::string err; // its stderr
+};
+
+TwoTeams two_teams(const std::string& compiler, long iterations,
+                   const std::map<std::string, std::string>& env) {
+    const ProcessResult r =
+        run({program("omp_two_teams", compiler), iterations > 1'000'000 ? "200" : "2000",
+             std::to_string(iterations)},
+            env, 120s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    TwoTeams t;
+    t.err = r.err;
+    EXPECT_EQ(std::sscanf(r.out.c_str(), "regions %ld apart %ld", &t.regions, &t.apart), 2)
+        << r.out;
+    EXPECT_GT(t.regions, 0);
+    return t;
+}
+
+class TeamTurns : public TwoCpus {};
+
+// Teams whose regions are short take turns at full width: the team that
+// has the turn runs its two threads on the two CPUs, instead of each team
+// alternating its threads on one CPU (two thread switches a region).
+TEST_P(TeamTurns, ShortRegionsRunAtFullWidth) {
+    const TwoTeams t = two_teams(GetParam(), 20'000, rehosted_env("turns" + GetParam()));
+    EXPECT_GE(t.apart, t.regions / 2) << t.apart << " of " << t.regions << " regions on two CPUs";
+}
+
+// Long regions would wait at full width for the slower of two CPUs: each
+// team keeps alternating on its own CPU.
+TEST_P(TeamTurns, LongRegionsStayOnTheirCpu) {
+    const TwoTeams t = two_teams(GetParam(), 2'000'000, rehosted_env("longturns" + GetParam()));
+    EXPECT_LE(t.apart, t.regions / 4) << t.apart << " of " << t.regions << " regions on two CPUs";
+}
+
+// COEXEC_OMP_TEAM_TURNS=0 turns them off.
+TEST_P(TeamTurns, CanBeTurnedOff) {
+    auto env = rehosted_env("noturns" + GetParam());
+    env["COEXEC_OMP_TEAM_TURNS"] = "0";
+    const TwoTeams t = two_teams(GetParam(), 20'000, env);
+    EXPECT_LE(t.apart, t.regions / 4) << t.apart << " of " << t.regions << " regions on two CPUs";
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenMP, TeamTurns, ::testing::Values("clang", "gcc"));
 
 class AttachedFirst : public ::testing::TestWithParam<std::string> {};
 
@@ -457,6 +510,18 @@ TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
         contains(r.err, "COEXEC_OMP_ROOT must be region, keep, lend or hold, not 'sometimes'"))
         << r.err;
     EXPECT_TRUE(contains(r.err, "root policy: keep")) << r.err;
+}
+
+// A COEXEC_OMP_TEAM_TURNS value other than 0 or 1: one clear line, then
+// the default (turns on).
+TEST(BadInput, UnknownTeamTurnsValueIsReportedAndTurnsStayOn) {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
+    auto env = rehosted_env("badturns");
+    env["COEXEC_OMP_TEAM_TURNS"] = "often";
+    const TwoTeams t = two_teams("clang", 20'000, env);
+    EXPECT_TRUE(contains(t.err, "COEXEC_OMP_TEAM_TURNS must be 0 or 1, not 'often'; using 1"))
+        << t.err;
+    EXPECT_GE(t.apart, t.regions / 2) << t.apart << " of " << t.regions << " regions on two CPUs";
 }
 
 // Bad input to the test programs: a clear error and exit code 2.

@@ -1,5 +1,7 @@
 // coexec: re-hosting of libomp's threads (see kmp_coexec.h for the contract).
 #include "kmp_coexec.h"
+#include "mutex_lock.hpp"
+#include "team_turns.hpp"
 
 #include <coexec/ext.h>
 #include <nosv.h>
@@ -19,6 +21,11 @@ std::atomic<int> __kmp_coexec_enabled{0};
 
 namespace {
 
+using coexec_omp::MutexLock;
+using coexec_omp::RegionShares;
+using coexec_omp::TeamTurns;
+using coexec_omp::TeamWait;
+
 constexpr const char* kLabel = "openmp";
 // How often a spinning thread asks coexec whether its CPU is wanted, and how
 // often it lets the kernel run a thread outside coexec (see
@@ -33,18 +40,6 @@ bool env_is_true(const char* name) {
 bool verbose() {
     return env_is_true("COEXEC_VERBOSE");
 }
-
-// A scoped pthread mutex lock: std::mutex would pull in the C++ runtime.
-class MutexLock {
-  public:
-    explicit MutexLock(pthread_mutex_t& m) : m_(m) { pthread_mutex_lock(&m_); }
-    ~MutexLock() { pthread_mutex_unlock(&m_); }
-    MutexLock(const MutexLock&) = delete;
-    MutexLock& operator=(const MutexLock&) = delete;
-
-  private:
-    pthread_mutex_t& m_;
-};
 
 // What a root thread does with its CPU between outermost parallel regions:
 // keep it unless serial code lasts long while someone needs a CPU (the
@@ -93,11 +88,13 @@ class Process {
             return;
         }
         root_policy_ = root_policy_from_env();
+        if (uint64_t quantum = 0; coexec_quantum(&quantum) == NOSV_SUCCESS)
+            turns_.configure(team_turns_from_env(), quantum);
         initialized_ = true;
         // Relaxed readers are fine: every thread that reads the flag either ran
         // this (the initialising root) or is ordered after it by libomp's
         // initialisation lock or by pthread_create of the worker, which also
-        // publishes root_policy_.
+        // publishes root_policy_ and the turns' configuration.
         __kmp_coexec_enabled.store(1, std::memory_order_release);
         if (verbose())
             std::fprintf(stderr, "coexec: libomp re-hosted on coexec (root policy: %s)\n",
@@ -128,6 +125,7 @@ class Process {
     }
 
     RootPolicy root_policy() const { return root_policy_; }
+    TeamTurns& turns() { return turns_; }
     // Arms the thread-exit hook, so a root thread that ends detaches itself.
     void watch_exit(void* value) {
         if (key_created_) pthread_setspecific(exit_key_, value);
@@ -154,6 +152,17 @@ class Process {
         return RootPolicy::keep;
     }
 
+    // COEXEC_OMP_TEAM_TURNS: unset, empty or 1 lets teams take turns (see
+    // team_turns.hpp), 0 keeps each wait's CPU hand-off.
+    static bool team_turns_from_env() {
+        const char* v = std::getenv("COEXEC_OMP_TEAM_TURNS");
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0) return true;
+        if (std::strcmp(v, "0") == 0) return false;
+        std::fprintf(stderr, "coexec: COEXEC_OMP_TEAM_TURNS must be 0 or 1, not '%s'; using 1\n",
+                     v);
+        return true;
+    }
+
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
     pthread_key_t exit_key_{};
     bool key_created_ = false;
@@ -162,13 +171,16 @@ class Process {
     bool forked_child_ = false;
     RootPolicy root_policy_ = RootPolicy::keep;
     std::atomic<int> attached_{0};
+    TeamTurns turns_;
 };
 
 // none: not seen yet; worker/root: attached by us; foreign: a coexec thread
 // attached by someone else; plain: stays outside coexec.
 enum class Role { none, worker, root, foreign, plain };
 
-// The calling thread's relation to coexec. Only its own thread touches it.
+// The calling thread's relation to coexec. Only its own thread writes it;
+// a resumer reads the task and role of a thread paused in libomp (see
+// __kmp_coexec_wake()).
 class ThreadSlot {
   public:
     // Marks the thread as inside a libcoexec call: the sleep and yield
@@ -194,6 +206,9 @@ class ThreadSlot {
     }
     // A yield's request that the wait loop sleep (see __kmp_coexec_yield()).
     bool& sleep_request() { return sleep_request_; }
+
+    TeamWait& wait() { return wait_; }
+    RegionShares& shares() { return shares_; }
 
     Role role() const { return role_; }
     bool holds_cpu() const { return holds_; }
@@ -275,11 +290,15 @@ class ThreadSlot {
         if (coexec_block_exit() == NOSV_SUCCESS) holds_ = true;
     }
 
-    // The thread's task while it holds a CPU: the one libomp's suspend may
+    // Whether the thread holds a CPU with a task that libomp's suspend may
     // pause. A foreign task too: its owner (the TBB adapter, say) pauses it
     // only outside libomp, and libomp matches each pause with one submit, so
     // the two protocols never consume each other's submits.
-    void* pausable_task() const { return holds_ ? task_ : nullptr; }
+    bool pausable() const { return holds_; }
+    nosv_task_t task() const { return static_cast<nosv_task_t>(task_); }
+    // Whether coexec task priorities of the thread's task are ours to set:
+    // not those of a task someone else attached.
+    bool owns_task() const { return role_ == Role::worker || role_ == Role::root; }
 
     // In a fork() child: a worker's CPU binding came from the parent's coexec.
     void forget_after_fork() {
@@ -303,6 +322,8 @@ class ThreadSlot {
     unsigned spins_ = 0;
     bool probe_first_ = false;
     bool sleep_request_ = false;
+    TeamWait wait_;
+    RegionShares shares_;
     void* task_ = nullptr;
     bool have_mask_ = false;
     bool keeps_affinity_ = false; // attached with COEXEC_ATTACH_KEEP_AFFINITY
@@ -351,6 +372,7 @@ void __kmp_coexec_region_begin(bool eligible) {
     if (!__kmp_coexec_on() || !eligible) return;
     if (slot.role() == Role::none) slot.enter(Role::root);
     if (slot.role() == Role::root && slot.depth()++ == 0) slot.retake();
+    if (slot.holds_cpu()) slot.shares().forked();
 }
 
 void __kmp_coexec_region_end() {
@@ -371,27 +393,48 @@ void __kmp_coexec_region_end() {
     }
 }
 
-void* __kmp_coexec_sleep_task() {
-    return __kmp_coexec_on() ? slot.pausable_task() : nullptr;
+void* __kmp_coexec_sleeper() {
+    return __kmp_coexec_on() && slot.pausable() ? &slot : nullptr;
 }
 
 void __kmp_coexec_pause() {
     ThreadSlot::Inside inside(slot);
     nosv_pause(NOSV_PAUSE_NONE);
+    // A turn's priority (see __kmp_coexec_wake()) orders the queue only: a
+    // running thread that kept it would, in a yield, go back ahead of the
+    // thread it yields to (a lock holder, say).
+    if (slot.owns_task()) nosv_set_task_priority(slot.task(), 0);
 }
 
-void __kmp_coexec_wake(void* task) {
+void __kmp_coexec_wake(void* sleeper, const void* team) {
+    // The sleeper's slot lives as long as its thread, which waits in libomp
+    // until this submit; its fields stay as they were when it published the
+    // handle under libomp's suspend mutex, which the caller holds.
+    const ThreadSlot& target = *static_cast<const ThreadSlot*>(sleeper);
     ThreadSlot::Inside inside(slot);
-    nosv_submit(static_cast<nosv_task_t>(task), NOSV_SUBMIT_UNLOCKED);
+    const bool first = Process::get().turns().woken(team, slot.shares().of(team));
+    // The task is paused or pausing, in no queue: the priority applies from
+    // this submit on.
+    if (target.owns_task()) nosv_set_task_priority(target.task(), first ? 1 : 0);
+    nosv_submit(target.task(), NOSV_SUBMIT_UNLOCKED);
 }
 
-void __kmp_coexec_wait_begins() {
+void __kmp_coexec_wait_begins(int (*team_on_cpus)(void*), void* thr, const void* team) {
+    slot.wait().begins(team_on_cpus, thr, team);
+    slot.shares().waits(team);
     // A team that shares one CPU finds its teammate queued there at every
     // wait. Spinning up to kProbeEvery times before the first probe made a
     // barrier of two threads on one CPU 12 % slower; one more probe per
     // wait does not show in the barriers of a team alone.
     if (slot.holds_cpu()) slot.probe_first();
 }
+
+namespace {
+// Whether a waiting thread keeps its CPU from `wanted` (see TeamTurns).
+bool keeps_cpu(int wanted) {
+    return slot.wait().keeps_cpu(wanted, Process::get().turns().has_turn(slot.wait().team()));
+}
+} // namespace
 
 bool __kmp_coexec_yield() {
     if (!__kmp_coexec_on() || !slot.holds_cpu() || slot.inside_coexec()) return false;
@@ -415,7 +458,8 @@ bool __kmp_coexec_yield() {
     // came from a wait that cannot sleep: that probe yields.
     const unsigned spin = slot.spin_tick();
     if (!slot.probe_due(spin)) return true;
-    if (coexec_cpu_wanted()) {
+    const int wanted = coexec_cpu_wanted();
+    if (wanted != 0 && !keeps_cpu(wanted)) {
         if (!slot.sleep_request()) {
             slot.sleep_request() = true;
             return true;
@@ -435,7 +479,8 @@ bool __kmp_coexec_sleep_requested() {
     // The request may come from an earlier wait: sleep only if the CPU is
     // still wanted, and only with a task to pause (else libomp would block
     // the thread on its condition variable while it holds the CPU).
-    return coexec_cpu_wanted() && __kmp_coexec_sleep_task() != nullptr;
+    const int wanted = coexec_cpu_wanted();
+    return wanted != 0 && !keeps_cpu(wanted) && __kmp_coexec_sleeper() != nullptr;
 }
 
 bool __kmp_coexec_spare_cpus(int* spare) {

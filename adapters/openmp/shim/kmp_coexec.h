@@ -42,16 +42,20 @@ void __kmp_coexec_worker_end();
 void __kmp_coexec_region_begin(bool eligible);
 void __kmp_coexec_region_end();
 
-// The task to pause when this thread suspends, or nullptr when the thread must
-// use libomp's own condition-variable wait (it holds no CPU we manage).
-void* __kmp_coexec_sleep_task();
+// The calling thread's handle for __kmp_coexec_wake() while it suspends,
+// or nullptr when the thread must use libomp's own condition-variable wait
+// (it holds no CPU we manage).
+void* __kmp_coexec_sleeper();
 
-// Pauses the calling thread's task until __kmp_coexec_wake(task).
+// Pauses the calling thread's task until __kmp_coexec_wake() of its handle.
 void __kmp_coexec_pause();
 
-// Resumes a task returned by __kmp_coexec_sleep_task() (it may not have
-// paused yet: coexec keeps a submit that arrives before the pause).
-void __kmp_coexec_wake(void* task);
+// Resumes the task of a thread whose __kmp_coexec_sleeper() handle the
+// caller read under that thread's suspend mutex, which it still holds (the
+// thread may not have paused yet: coexec keeps a submit that arrives before
+// the pause). `team` is the woken thread's team, or null: see
+// __kmp_coexec_wait_begins() for the turn it may take.
+void __kmp_coexec_wake(void* sleeper, const void* team);
 
 // Called instead of sched_yield(). Returns true when it handled the yield: a
 // coexec thread gives its CPU only if some other thread waits for it. When
@@ -62,7 +66,14 @@ bool __kmp_coexec_yield();
 
 // Called once before a wait loop spins: its first __kmp_coexec_yield()
 // probes, so a thread whose CPU a teammate waits for sleeps at once.
-void __kmp_coexec_wait_begins();
+// `team` is the caller's team (or null); `team_on_cpus(thr)` tells whether
+// every thread this wait may wait for holds a CPU, null for a worker's wait
+// for the next region. While several teams of the process contend for the
+// CPUs, the team that has the turn keeps them in its waits, from its own
+// process's work only, while the answer is yes (for the next region: for a
+// short while); see __kmp_coexec_yield().
+void __kmp_coexec_wait_begins(int (*team_on_cpus)(void *thr), void *thr,
+                              const void *team);
 
 // Called by a wait loop that may sleep now: true, once, when a yield asked
 // it to and a thread still waits for the CPU. The loop then suspends (a
