@@ -429,6 +429,10 @@ void __kmp_coexec_wait_begins(int (*team_on_cpus)(void*), void* thr, const void*
     if (slot.holds_cpu()) slot.probe_first();
 }
 
+void __kmp_coexec_wait_ends() {
+    slot.wait().ends();
+}
+
 namespace {
 // Whether a waiting thread keeps its CPU from `wanted` (see TeamTurns).
 bool keeps_cpu(int wanted) {

@@ -75,6 +75,10 @@ bool __kmp_coexec_yield();
 void __kmp_coexec_wait_begins(int (*team_on_cpus)(void *thr), void *thr,
                               const void *team);
 
+// Called when the wait that __kmp_coexec_wait_begins() began is over: spins
+// until the next wait (a lock's, say) keep no CPU for a team.
+void __kmp_coexec_wait_ends();
+
 // Called by a wait loop that may sleep now: true, once, when a yield asked
 // it to and a thread still waits for the CPU. The loop then suspends (a
 // coexec pause) and the thread it waits for resumes it.

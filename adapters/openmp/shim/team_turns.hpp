@@ -153,6 +153,8 @@ class TeamWait {
         team_ = team;
         next_region_since_ = 0;
     }
+    // The wait is over; spins until the next begins() wait for no teammate.
+    void ends() { begins(nullptr, nullptr, nullptr); }
     const void* team() const { return team_; }
 
     // Whether the wait keeps its CPU although `wanted` (coexec_cpu_wanted())
