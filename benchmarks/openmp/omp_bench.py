@@ -202,17 +202,20 @@ TBB_SIZES = [["400", "200000"], ["400", "1000000"]]
 
 def mixed_env(setup, mode, segment):
     """Environment of a TBB + OpenMP mode: the runtimes (native, or coexec
-    for OpenMP only, coexec-omp, or for both, coexec-omp+tbb and
-    coexec-dynamic), OMP_WAIT_POLICY=passive, and OMP_DYNAMIC=true for the
-    modes ending in dynamic. Other modes run native."""
+    for OpenMP only, coexec-omp, or for both, coexec-omp+tbb,
+    coexec-no-turns and coexec-dynamic), OMP_WAIT_POLICY=passive,
+    OMP_DYNAMIC=true for the modes ending in dynamic, and
+    COEXEC_OMP_TEAM_TURNS=0 for coexec-no-turns. Other modes run native."""
     if mode.startswith("coexec"):
         env = setup.env("coexec", segment)
     else:
         env = setup.env("passive" if mode == "passive" else "native", segment)
-    if mode in ("coexec-omp+tbb", "coexec-dynamic"):
+    if mode in ("coexec-omp+tbb", "coexec-no-turns", "coexec-dynamic"):
         env["LD_PRELOAD"] = str(setup.tbb_irml)
     if mode.endswith("dynamic"):
         env.update(DYNAMIC)
+    if mode == "coexec-no-turns":
+        env["COEXEC_OMP_TEAM_TURNS"] = "0"
     return env
 
 
@@ -221,9 +224,10 @@ def tbb(setup, repeats):
     work with serial inner loops (OMP_NUM_THREADS=1). The static partition
     splits the CPUs between the runtimes: TBB gets half of them and each
     region as many OpenMP threads as make up the rest (cpus / TBB threads),
-    so neither oversubscribes. The coexec-omp+tbb and coexec-dynamic modes
-    need the TBB adapter (adapters/tbb); dynamic and coexec-dynamic set
-    OMP_DYNAMIC=true. Each run reports its steady state (the median of five
+    so neither oversubscribes. The coexec-omp+tbb, coexec-no-turns and
+    coexec-dynamic modes need the TBB adapter (adapters/tbb); coexec-no-turns
+    keeps the OpenMP teams from taking turns (docs/openmp.md); dynamic and
+    coexec-dynamic set OMP_DYNAMIC=true. Each run reports its steady state (the median of five
     passes after the first) and its first pass, start-up included; a table
     of each follows."""
     segment = f"ompbench-{os.getpid()}"
@@ -231,7 +235,7 @@ def tbb(setup, repeats):
     tbb_share = max(1, setup.cpus // 2)
     modes = ["serial-inner", "native", "passive", "dynamic", "static", "coexec-omp"]
     if have_irml:
-        modes += ["coexec-omp+tbb", "coexec-dynamic"]
+        modes += ["coexec-omp+tbb", "coexec-no-turns", "coexec-dynamic"]
     steady, first = {}, {}
     for compiler in ("gcc", "clang"):
         program = setup.program("omp_in_tbb", compiler)
