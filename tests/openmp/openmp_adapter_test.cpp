@@ -437,12 +437,19 @@ struct TwoTeams {
     std::string err; // its stderr
 };
 
-TwoTeams two_teams(const std::string& compiler, long iterations,
+// Regions per thread, and iterations of work per region: shares of a few
+// microseconds, or of about 300 (fewer regions, for the same run time).
+struct Regions {
+    long count;
+    long iterations;
+};
+constexpr Regions kShortRegions{2'000, 20'000}, kLongRegions{200, 2'000'000};
+
+TwoTeams two_teams(const std::string& compiler, Regions regions,
                    const std::map<std::string, std::string>& env) {
-    const ProcessResult r =
-        run({program("omp_two_teams", compiler), iterations > 1'000'000 ? "200" : "2000",
-             std::to_string(iterations)},
-            env, 120s);
+    const ProcessResult r = run({program("omp_two_teams", compiler), std::to_string(regions.count),
+                                 std::to_string(regions.iterations)},
+                                env, 120s);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     TwoTeams t;
     t.err = r.err;
@@ -458,14 +465,14 @@ class TeamTurns : public TwoCpus {};
 // has the turn runs its two threads on the two CPUs, instead of each team
 // alternating its threads on one CPU (two thread switches a region).
 TEST_P(TeamTurns, ShortRegionsRunAtFullWidth) {
-    const TwoTeams t = two_teams(GetParam(), 20'000, rehosted_env("turns" + GetParam()));
+    const TwoTeams t = two_teams(GetParam(), kShortRegions, rehosted_env("turns" + GetParam()));
     EXPECT_GE(t.apart, t.regions / 2) << t.apart << " of " << t.regions << " regions on two CPUs";
 }
 
 // Long regions would wait at full width for the slower of two CPUs: each
 // team keeps alternating on its own CPU.
 TEST_P(TeamTurns, LongRegionsStayOnTheirCpu) {
-    const TwoTeams t = two_teams(GetParam(), 2'000'000, rehosted_env("longturns" + GetParam()));
+    const TwoTeams t = two_teams(GetParam(), kLongRegions, rehosted_env("longturns" + GetParam()));
     EXPECT_LE(t.apart, t.regions / 4) << t.apart << " of " << t.regions << " regions on two CPUs";
 }
 
@@ -473,7 +480,7 @@ TEST_P(TeamTurns, LongRegionsStayOnTheirCpu) {
 TEST_P(TeamTurns, CanBeTurnedOff) {
     auto env = rehosted_env("noturns" + GetParam());
     env["COEXEC_OMP_TEAM_TURNS"] = "0";
-    const TwoTeams t = two_teams(GetParam(), 20'000, env);
+    const TwoTeams t = two_teams(GetParam(), kShortRegions, env);
     EXPECT_LE(t.apart, t.regions / 4) << t.apart << " of " << t.regions << " regions on two CPUs";
 }
 
@@ -518,7 +525,7 @@ TEST(BadInput, UnknownTeamTurnsValueIsReportedAndTurnsStayOn) {
     if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
     auto env = rehosted_env("badturns");
     env["COEXEC_OMP_TEAM_TURNS"] = "often";
-    const TwoTeams t = two_teams("clang", 20'000, env);
+    const TwoTeams t = two_teams("clang", kShortRegions, env);
     EXPECT_TRUE(contains(t.err, "COEXEC_OMP_TEAM_TURNS must be 0 or 1, not 'often'; using 1"))
         << t.err;
     EXPECT_GE(t.apart, t.regions / 2) << t.apart << " of " << t.regions << " regions on two CPUs";
