@@ -14,6 +14,7 @@
 namespace coexec::core {
 
 using namespace coexec::shm;
+using scheduler::SharedScheduler;
 using scheduler::WakeList;
 
 namespace {
@@ -64,12 +65,26 @@ int Membership::join(const Config& config, std::string& why) {
     sched_ = std::make_unique<scheduler::SharedScheduler>(segment());
     auto& sched = *sched_;
     bool discovered = true, corrupt = false;
+    // Dead members are looked for before the lock is taken (/proc reads):
+    // once per interval system-wide, not at every join, and always when the
+    // oldest member died (a segment whose members all died is reclaimed now).
+    // A formatted segment only: a fresh one has no members to read.
+    SharedScheduler::DeadMembers dead;
+    if (segment().header.cpu_count > 0 &&
+        (sched.claim_reap(now_ns(), SharedScheduler::kReapIntervalNs) ||
+         !sched.oldest_member_alive()))
+        dead = sched.find_dead(now_ns(), 0);
     WakeList wakes;
     {
         auto lock = sched.lock(wakes);
         // A segment found at attach may hold anything: it is checked whole
-        // before this process trusts a single index in it.
-        if (const auto violations = scheduler::check_invariants(segment()); !violations.empty()) {
+        // before this process trusts a single index in it, by one joining
+        // member per interval (a burst of joins checks it once, not once
+        // each: claim_join_check()).
+        if (const auto violations = sched.claim_join_check(now_ns())
+                                        ? scheduler::check_invariants(segment())
+                                        : std::vector<std::string>{};
+            !violations.empty()) {
             lock.skip_check();
             why = "shared segment " + mapping_.shm_name() + " is corrupt: " + violations.front() +
                   (violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) +
@@ -78,12 +93,7 @@ int Membership::join(const Config& config, std::string& why) {
                   "; remove it with `coexec reset --force`";
             corrupt = true;
         }
-        // Once per interval system-wide, not at every join: a burst of N
-        // joins would hold the lock for N^2 reads of /proc. A segment whose
-        // members all died is still reclaimed now: its oldest died too.
-        if (!corrupt && (sched.claim_reap(now_ns(), scheduler::SharedScheduler::kReapIntervalNs) ||
-                         !sched.oldest_member_alive()))
-            sched.reap_dead(wakes);
+        if (!corrupt) sched.reap(dead, wakes);
         if (!corrupt && (!sched.formatted() || sched.empty())) {
             // A fresh segment, or nobody is left: (re)claim it with this
             // process's view.
@@ -95,12 +105,21 @@ int Membership::join(const Config& config, std::string& why) {
             const pid_t pid = ::getpid();
             const uint64_t start = process_start_time(pid);
             proc_ = sched.register_process(pid, start, process_name());
-            // A full table may hold dead members' slots.
-            if (proc_ == kNone && sched.reap_dead(wakes))
-                proc_ = sched.register_process(pid, start, process_name());
         }
     }
     wakes.flush(segment());
+    if (!corrupt && discovered && proc_ == kNone) {
+        // A full table may hold dead members' slots: sweep every member,
+        // outside the lock, and try once more.
+        dead = sched.find_dead(now_ns(), 0);
+        {
+            auto lock = sched.lock(wakes);
+            if (sched.reap(dead, wakes))
+                proc_ = sched.register_process(::getpid(), process_start_time(::getpid()),
+                                               process_name());
+        }
+        wakes.flush(segment());
+    }
     if (corrupt) {
         mapping_ = {};
         return NOSV_ERR_UNKNOWN;

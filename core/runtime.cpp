@@ -10,6 +10,7 @@
 namespace coexec::core {
 
 using namespace coexec::shm;
+using scheduler::SharedScheduler;
 using scheduler::WakeList;
 
 std::atomic<Runtime*> Runtime::instance_{nullptr};
@@ -199,26 +200,27 @@ void Runtime::monitor_main() {
         sched().beat(proc(), now);
         bool want_cpu = demand.total() > 0;
         auto all_held = [&] { return s.header.unheld_cpus.load(std::memory_order_relaxed) == 0; };
-        // One monitor per interval reaps, elected without the lock: every
-        // monitor that saw a reap due used to queue on the lock and repeat it.
-        // A dead member that holds CPUs we wait for is reaped at once.
-        const bool reap_due =
-            want_cpu &&
-            (sched().claim_reap(now, scheduler::SharedScheduler::kReapIntervalNs) ||
-             (all_held() &&
-              sched().holder_died(proc(), now, scheduler::SharedScheduler::kAliveStaleNs)));
+        // One monitor per interval sweeps for dead members, elected without
+        // the lock, and looks them up in /proc without it too: the lock is
+        // taken only when one died. A dead member that holds CPUs we wait
+        // for is looked for at every period.
+        SharedScheduler::DeadMembers dead;
+        if (sched().claim_reap(now, SharedScheduler::kReapIntervalNs))
+            dead = sched().find_dead(now, SharedScheduler::kAliveStaleNs);
+        else if (want_cpu && all_held())
+            dead = sched().dead_holders(proc(), now, SharedScheduler::kAliveStaleNs);
         if (want_cpu && all_held()) {
             preemption_.ask_overdue_holders();
             binding_->take_long_kept(now);
         }
-        if (!want_cpu || (!reap_due && all_held())) continue;
-        workers_.ensure_receiver();
+        if (dead.empty() && (!want_cpu || all_held())) continue;
+        if (want_cpu) workers_.ensure_receiver();
         WakeList wakes;
         {
             auto lock = sched().lock(wakes);
-            if (reap_due) sched().reap_dead(wakes);
+            sched().reap(dead, wakes);
             sched().distribute_free(wakes);
-            sched().claim_unheld_cpu(proc(), {}, wakes);
+            if (want_cpu) sched().claim_unheld_cpu(proc(), {}, wakes);
         }
         wakes.flush(s);
     }

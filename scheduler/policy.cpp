@@ -33,17 +33,6 @@ bool SharedScheduler::has_work(int32_t proc, int32_t cpu) const {
            p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0;
 }
 
-template <class Stop>
-bool SharedScheduler::any_alive_unlocked(Stop stop) const {
-    const Header& h = s_.header;
-    int n = std::min<int>(h.alive_count, kMaxProcs);
-    for (int i = 0; i < n; ++i) {
-        int32_t p = h.alive[i];
-        if (p >= 0 && p < kMaxProcs && stop(p)) return true;
-    }
-    return false;
-}
-
 bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
     // A stale alive list only delays a switch to the next scheduling point,
     // which decide() then settles.

@@ -162,26 +162,60 @@ void SharedScheduler::unregister(int32_t proc, WakeList& wakes, TraceKind why) {
     distribute_free(wakes);
 }
 
-bool SharedScheduler::reap_dead(WakeList& wakes) {
-    Header& h = s_.header;
-    h.last_reap_ns.store(now_ns(), rlx);
+SharedScheduler::DeadMembers SharedScheduler::find_dead(uint64_t now, uint64_t fresh_ns) {
+    DeadMembers dead;
+    // Lock-free walk: a stale list only misses a member until the next
+    // sweep, or names one that reap() then finds changed.
+    any_alive_unlocked([&](int32_t p) {
+        ProcSlot& slot = s_.procs[p];
+        uint64_t seen = slot.alive_ns.load(rlx);
+        if (fresh_ns != 0 && now >= seen && now - seen < fresh_ns) return false;
+        const DeadMember m{p, slot.pid, slot.start_time};
+        if (!process_alive(m.pid, m.start_time))
+            dead.push_back(m);
+        else if (now > seen)
+            slot.alive_ns.compare_exchange_strong(seen, now, rlx); // vouched for
+        return false;                                              // every member counts
+    });
+    return dead;
+}
+
+bool SharedScheduler::reap(const DeadMembers& dead, WakeList& wakes) {
+    s_.header.last_reap_ns.store(now_ns(), rlx);
     reap_recorders();
     bool any = false;
-    for (int i = h.alive_count - 1; i >= 0; --i) {
-        int32_t p = h.alive[i];
-        if (process_alive(s_.procs[p].pid, s_.procs[p].start_time)) continue;
-        unregister(p, wakes, TraceKind::Reap);
+    for (const DeadMember& m : dead) {
+        if (m.proc < 0 || m.proc >= kMaxProcs) continue;
+        const ProcSlot& slot = s_.procs[m.proc];
+        // The slot may have been freed, or taken by a new member, since the
+        // look-up: only the process that was found dead is freed.
+        if (slot.state.load(rlx) != ProcState::Alive || slot.pid != m.pid ||
+            slot.start_time != m.start_time)
+            continue;
+        unregister(m.proc, wakes, TraceKind::Reap);
         any = true;
     }
     return any;
 }
 
+void SharedScheduler::reap_soon() {
+    s_.header.last_reap_ns.store(0, rlx);
+}
+
 bool SharedScheduler::claim_reap(uint64_t now, uint64_t interval_ns) {
-    std::atomic<uint64_t>& mark = s_.header.last_reap_ns;
+    return claim_interval(s_.header.last_reap_ns, now, interval_ns);
+}
+
+bool SharedScheduler::claim_join_check(uint64_t now) {
+    return claim_interval(s_.header.last_join_check_ns, now, kJoinCheckIntervalNs);
+}
+
+bool SharedScheduler::claim_interval(std::atomic<uint64_t>& mark, uint64_t now,
+                                     uint64_t interval_ns) {
     uint64_t seen = mark.load(rlx);
     // Compare-exchange: of the callers that find the interval over, one
-    // moves the mark and reaps; the others neither reap nor take the lock
-    // for it. (`now` may predate a mark another process just set.)
+    // moves the mark and does the work; the others neither do it nor take
+    // the lock for it. (`now` may predate a mark another process just set.)
     return now >= seen && now - seen >= interval_ns && mark.compare_exchange_strong(seen, now, rlx);
 }
 
@@ -233,10 +267,12 @@ void SharedScheduler::beat(int32_t proc, uint64_t now) {
     s_.procs[proc].alive_ns.store(now, rlx);
 }
 
-bool SharedScheduler::holder_died(int32_t self, uint64_t now, uint64_t stale_ns) {
+SharedScheduler::DeadMembers SharedScheduler::dead_holders(int32_t self, uint64_t now,
+                                                           uint64_t stale_ns) {
     // Relaxed reads throughout: a stale view only delays the look-up by a
-    // monitor period, or costs one /proc read too many; reap_dead() decides
+    // monitor period, or costs one /proc read too many; reap() decides
     // under the lock.
+    DeadMembers dead;
     const int cpus = std::clamp(cpu_count(), 0, kMaxCpus);
     for (int c = 0; c < cpus; ++c) {
         const CpuSlot& cpu = s_.cpus[c];
@@ -248,15 +284,20 @@ bool SharedScheduler::holder_died(int32_t self, uint64_t now, uint64_t stale_ns)
         if (now < seen || now - seen < stale_ns) continue;
         // One waiter per stale period reads /proc for this holder.
         if (!holder.alive_ns.compare_exchange_strong(seen, now, rlx)) continue;
-        if (!process_alive(holder.pid, holder.start_time)) return true;
+        const DeadMember m{p, holder.pid, holder.start_time};
+        if (!process_alive(m.pid, m.start_time)) dead.push_back(m);
     }
-    return false;
+    return dead;
 }
 
 bool SharedScheduler::oldest_member_alive() const {
+    // Lock-free: a stale read only sweeps once more, or once less until
+    // the next interval.
     const Header& h = s_.header;
-    if (h.alive_count == 0) return false;
-    const ProcSlot& p = s_.procs[h.alive[0]];
+    if (h.alive_count <= 0) return false;
+    const int32_t oldest = h.alive[0];
+    if (oldest < 0 || oldest >= kMaxProcs) return false;
+    const ProcSlot& p = s_.procs[oldest];
     return process_alive(p.pid, p.start_time);
 }
 
@@ -318,7 +359,9 @@ void SharedScheduler::repair(WakeList& wakes) {
     h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
     h.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);
     recount_all_running();
-    reap_dead(wakes);
+    // The dead holder's process is found by the next sweep, which starts at
+    // once, outside the lock (find_dead()).
+    reap_soon();
 }
 
 // ---- threads ---------------------------------------------------------

@@ -17,7 +17,7 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 12;
+inline constexpr uint32_t kAbiVersion = 13;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -221,13 +221,16 @@ struct alignas(64) Header {
     alignas(64) std::atomic<int32_t> unheld_cpus;
     std::atomic<int32_t> wakeable_cpus;
     std::atomic<uint64_t> last_reap_ns;
+    // When a joining member last checked the whole segment (nosv_init):
+    // SharedScheduler::claim_join_check() elects one joiner per interval.
+    std::atomic<uint64_t> last_join_check_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
     // How many `coexec record` sessions want ownership changes written to
     // the trace rings; 0: none are written. On its own cache line: every
     // ownership change reads it, and it changes only when a recorder starts
     // or stops.
     alignas(64) std::atomic<uint32_t> trace_recorders;
-    // The recorders' pids (0: free slot), so that reap_dead() can switch
+    // The recorders' pids (0: free slot), so that SharedScheduler::reap() can switch
     // off for a recorder that died without doing so.
     std::atomic<int32_t> recorder_pids[kMaxRecorders];
 };

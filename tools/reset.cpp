@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include "scheduler/shared_scheduler.hpp"
+#include "shm/clock.hpp"
 #include "shm/liveness.hpp"
 
 #include <cstring>
@@ -36,7 +37,7 @@ int unlink_segment(const Target& target) {
     return 0;
 }
 
-// Reaps dead processes under the lock and removes the segment when none is
+// Reaps dead processes and removes the segment when none is
 // left alive; the name is removed under the lock so that no process can
 // register in between.
 int reset_when_unused(const Target& target, shm::SegmentMapping& mapping) {
@@ -46,9 +47,10 @@ int reset_when_unused(const Target& target, shm::SegmentMapping& mapping) {
     std::string pids;
     bool unused = false;
     int status = 0;
+    const auto dead = sched.find_dead(shm::now_ns(), 0); // /proc reads, before the lock
     {
         auto guard = sched.lock(wakes, scheduler::SchedulerLock::Check::No);
-        sched.reap_dead(wakes);
+        sched.reap(dead, wakes);
         unused = sched.empty();
         if (unused)
             status = unlink_segment(target);

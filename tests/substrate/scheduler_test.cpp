@@ -312,10 +312,17 @@ TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
     int32_t dead = add_process(false);
     int32_t live = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
-    ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
+    {
+        auto lock = sched_->lock(w);
+        ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
+    }
     add_ready(live);
-    EXPECT_TRUE(sched_->reap_dead(w));
+    // Looked up without the lock; only the dead member is named.
+    const auto found = sched_->find_dead(now_ns(), 0);
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(found[0].proc, dead);
+    auto lock = sched_->lock(w);
+    EXPECT_TRUE(sched_->reap(found, w));
     EXPECT_EQ(seg().procs[dead].state.load(), ProcState::Unused);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), live); // given to the live process's work
     EXPECT_EQ(seg().header.alive_count, 1);
@@ -332,9 +339,9 @@ TEST_F(SchedulerTest, AWaiterFindsADeadHolderOnceItFallsSilent) {
     ASSERT_EQ(seg().cpus[0].state.load(), CpuState::Running);
     const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
     sched_->beat(dead, t0);
-    EXPECT_FALSE(sched_->holder_died(live, t0 + stale / 2, stale)); // beat recently: not looked up
-    EXPECT_TRUE(sched_->holder_died(live, t0 + stale, stale));      // silent: /proc says dead
-    EXPECT_FALSE(sched_->holder_died(dead, t0 + 2 * stale, stale)); // never its own CPUs
+    EXPECT_TRUE(sched_->dead_holders(live, t0 + stale / 2, stale).empty()); // beat recently
+    EXPECT_EQ(sched_->dead_holders(live, t0 + stale, stale).size(), 1u); // silent: /proc says dead
+    EXPECT_TRUE(sched_->dead_holders(dead, t0 + 2 * stale, stale).empty()); // never its own CPUs
 }
 
 TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
@@ -347,7 +354,7 @@ TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
     }
     const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
     sched_->beat(holder, t0);
-    EXPECT_FALSE(sched_->holder_died(waiter, t0 + stale, stale));
+    EXPECT_TRUE(sched_->dead_holders(waiter, t0 + stale, stale).empty());
     // Vouched for at that time: other waiters skip it for another period.
     EXPECT_EQ(seg().procs[holder].alive_ns.load(), t0 + stale);
 }

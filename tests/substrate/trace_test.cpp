@@ -294,9 +294,10 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     EXPECT_TRUE(sched.recording());
     auto reap = [&] {
         scheduler::WakeList wakes;
+        const auto dead = sched.find_dead(test::now_ns(), 0);
         {
             auto lock = sched.lock(wakes);
-            sched.reap_dead(wakes);
+            sched.reap(dead, wakes);
         }
         wakes.flush(*m.get());
     };
