@@ -1,14 +1,28 @@
-// coexec-bench-many-procs: N processes join one instance at the same moment,
-// each runs one empty task and leaves. Prints, per repeat, the wall time and
-// how many processes finished, got an error (and which), or hung; then the
-// median and min-max over the repeats, and where the time of the last
-// repeat went (process wake-up, nosv_init, first grant, shutdown).
+// coexec-bench-many-procs: N processes each join one instance, run one empty
+// task and leave. Prints, per waiting style and repeat, the wall time and
+// how many processes finished, got an error (and which), or hung; then per
+// style the median and min-max over the repeats, and where the time of the
+// slowest repeat went (process start, nosv_init, first grant, shutdown).
 //
-// Each child: blocks on a pipe until the parent closes it (all are released
-// at once), nosv_init, nosv_create of a type whose completed callback
-// signals the main thread, nosv_submit, waits for that signal,
-// nosv_shutdown. A per-child watchdog (alarm) kills a child that takes
-// longer than --timeout: that child counts as hung.
+// How the children start (--start):
+//   fork  the parent forks them one after another as fast as fork() allows,
+//         with no barrier: the first ones run while later ones are forked
+//         (the default; how a program or a job script starts them);
+//   gate  every child blocks on a pipe until all are forked, then all are
+//         released at once.
+// How each child's main thread waits for its task's completed callback
+// (--wait; `all` runs each style in turn, rotating their order by repeat,
+// and `mixed` gives child i style i mod 5 of poll..condvar):
+//   poll     it is not attached, and polls a flag with usleep(500);
+//   spin     it is not attached, and spins on the flag (a busy thread
+//            coexec does not manage);
+//   pause    it attaches (nosv_attach) and nosv_pause()s; the callback
+//            submits it;
+//   waitfor  it attaches and loops on nosv_waitfor(500 us);
+//   condvar  it is not attached, and waits on a pthread condition variable;
+//   futex    it is not attached, and sleeps on the flag (std::atomic::wait).
+// A per-child watchdog (alarm) kills a child that takes longer than
+// --timeout: that child counts as hung.
 #include "nosv_util.hpp"
 #include "stats.hpp"
 
@@ -25,7 +39,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <iterator>
 #include <map>
+#include <pthread.h>
 #include <string>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -63,12 +79,27 @@ struct ChildRecord {
     uint64_t t_released = 0, t_init = 0, t_ran = 0, t_completed = 0, t_shutdown = 0;
 };
 
+enum class Start { Fork, Gate };
+enum class Wait { Poll, Spin, Pause, Waitfor, Condvar, Futex, Mixed };
+constexpr const char* kWaitNames[] = {"poll",    "spin",  "pause", "waitfor",
+                                      "condvar", "futex", "mixed"};
+// What `mixed` cycles through: every style a program's main thread uses.
+constexpr Wait kMixedStyles[] = {Wait::Poll, Wait::Spin, Wait::Pause, Wait::Waitfor, Wait::Condvar};
+
 struct Options {
     int procs = 512;
     int timeout_s = 30;
     int repeats = 1;
     bool verbose = false;
+    Start start = Start::Fork;
+    std::vector<Wait> waits{Wait::Poll};
 };
+
+Wait wait_of(const std::string& name) {
+    for (int i = 0; i < int(std::size(kWaitNames)); ++i)
+        if (name == kWaitNames[i]) return Wait(i);
+    throw CLI::ValidationError("--wait", "unknown style '" + name + "'");
+}
 
 Options parse(int argc, char** argv) {
     Options o;
@@ -86,8 +117,27 @@ Options parse(int argc, char** argv) {
         ->check(CLI::Range(1, 100))
         ->capture_default_str();
     app.add_flag("-v,--verbose", o.verbose, "Keep the children's stderr (coexec's messages)");
+    std::string start = "fork";
+    app.add_option("--start", start,
+                   "fork: one after another, no barrier; gate: all released at once")
+        ->check(CLI::IsMember({"fork", "gate"}))
+        ->capture_default_str();
+    std::string wait = "poll";
+    app.add_option("--wait", wait,
+                   "How each child's main thread waits: poll, spin, pause, waitfor, condvar, "
+                   "futex, mixed, or all (each in turn)")
+        ->check(
+            CLI::IsMember({"poll", "spin", "pause", "waitfor", "condvar", "futex", "mixed", "all"}))
+        ->capture_default_str();
     try {
         app.parse(argc, argv);
+        o.start = start == "gate" ? Start::Gate : Start::Fork;
+        o.waits.clear();
+        if (wait == "all")
+            for (int i = 0; i < int(std::size(kWaitNames)); ++i)
+                o.waits.push_back(Wait(i));
+        else
+            o.waits.push_back(wait_of(wait));
     } catch (const CLI::ParseError& e) {
         int rc = app.exit(e);
         std::exit(rc == 0 ? 0 : 2);
@@ -99,6 +149,10 @@ Options parse(int argc, char** argv) {
 
 ChildRecord* g_record = nullptr;
 std::atomic<uint32_t> g_completed{0};
+Wait g_wait = Wait::Poll;
+nosv_task_t g_main_task = nullptr; // the attached main thread (pause, waitfor)
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 
 void record_error(const char* call, int rc) {
     g_record->error_rc = rc;
@@ -117,18 +171,77 @@ void on_completed(nosv_task_t) {
     g_record->t_completed = now_ns();
     g_record->stage = kCompleted;
     // Release: the main thread sees the record written above.
-    g_completed.store(1, std::memory_order_release);
-    g_completed.notify_one();
+    switch (g_wait) {
+    case Wait::Condvar:
+        pthread_mutex_lock(&g_mutex);
+        g_completed.store(1, std::memory_order_release);
+        pthread_cond_signal(&g_cond);
+        pthread_mutex_unlock(&g_mutex);
+        break;
+    case Wait::Futex:
+        g_completed.store(1, std::memory_order_release);
+        g_completed.notify_one();
+        break;
+    case Wait::Pause:
+        g_completed.store(1, std::memory_order_release);
+        // A submit that comes before the pause is kept: it ends the pause.
+        if (int rc = nosv_submit(g_main_task, NOSV_SUBMIT_NONE); rc != NOSV_SUCCESS)
+            record_error("nosv_submit (main)", rc);
+        break;
+    default:
+        g_completed.store(1, std::memory_order_release);
+    }
 }
 
-int child_main(ChildRecord& rec, int go_fd, int ready_fd, int timeout_s) {
-    g_record = &rec;
-    char byte = 0;
-    (void)!::write(ready_fd, &byte, 1);
-    ::close(ready_fd);
-    while (::read(go_fd, &byte, 1) < 0 && errno == EINTR) {
+bool done() {
+    return g_completed.load(std::memory_order_acquire) != 0;
+}
+
+// The main thread waits for the completed callback in the child's style.
+int wait_for_completion() {
+    switch (g_wait) {
+    case Wait::Poll:
+        while (!done())
+            ::usleep(500);
+        return NOSV_SUCCESS;
+    case Wait::Spin:
+        while (!done()) {
+        }
+        return NOSV_SUCCESS;
+    case Wait::Pause:
+        while (!done())
+            if (int rc = nosv_pause(NOSV_PAUSE_NONE); rc != NOSV_SUCCESS) return rc;
+        return NOSV_SUCCESS;
+    case Wait::Waitfor:
+        while (!done())
+            if (int rc = nosv_waitfor(500'000, nullptr); rc != NOSV_SUCCESS) return rc;
+        return NOSV_SUCCESS;
+    case Wait::Condvar:
+        pthread_mutex_lock(&g_mutex);
+        while (!done())
+            pthread_cond_wait(&g_cond, &g_mutex);
+        pthread_mutex_unlock(&g_mutex);
+        return NOSV_SUCCESS;
+    case Wait::Futex:
+    case Wait::Mixed:
+        while (!done())
+            g_completed.wait(0, std::memory_order_acquire);
+        return NOSV_SUCCESS;
     }
-    ::close(go_fd);
+    return NOSV_SUCCESS;
+}
+
+int child_main(ChildRecord& rec, Wait wait, int go_fd, int ready_fd, int timeout_s) {
+    g_record = &rec;
+    g_wait = wait;
+    if (go_fd >= 0) { // --start gate
+        char byte = 0;
+        (void)!::write(ready_fd, &byte, 1);
+        ::close(ready_fd);
+        while (::read(go_fd, &byte, 1) < 0 && errno == EINTR) {
+        }
+        ::close(go_fd);
+    }
     ::alarm(unsigned(timeout_s)); // the watchdog: SIGALRM ends a hung child
     rec.t_released = now_ns();
     rec.stage = kReleased;
@@ -150,13 +263,25 @@ int child_main(ChildRecord& rec, int go_fd, int ready_fd, int timeout_s) {
         record_error("nosv_create", rc);
         return 2;
     }
+    const bool attached = wait == Wait::Pause || wait == Wait::Waitfor;
+    if (attached &&
+        (rc = nosv_attach(&g_main_task, nullptr, "main", NOSV_ATTACH_NONE)) != NOSV_SUCCESS) {
+        record_error("nosv_attach", rc);
+        return 2;
+    }
     rec.stage = kSubmitted;
     if ((rc = nosv_submit(task, NOSV_SUBMIT_NONE)) != NOSV_SUCCESS) {
         record_error("nosv_submit", rc);
         return 2;
     }
-    while (g_completed.load(std::memory_order_acquire) == 0)
-        g_completed.wait(0, std::memory_order_acquire);
+    if ((rc = wait_for_completion()) != NOSV_SUCCESS) {
+        record_error(wait == Wait::Pause ? "nosv_pause" : "nosv_waitfor", rc);
+        return 2;
+    }
+    if (attached && (rc = nosv_detach(NOSV_DETACH_NONE)) != NOSV_SUCCESS) {
+        record_error("nosv_detach", rc);
+        return 2;
+    }
     nosv_destroy(task, NOSV_DESTROY_NONE);
     nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE);
     if ((rc = nosv_shutdown()) != NOSV_SUCCESS) {
@@ -218,11 +343,12 @@ bool remove_segment(const std::string& name) {
     return true;
 }
 
-RepeatResult run_once(const Options& o, const std::string& segment) {
+RepeatResult run_once(const Options& o, Wait wait, const std::string& segment) {
     RepeatResult r;
     SharedRecords records(o.procs);
-    int go[2], ready[2];
-    if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(ready, O_CLOEXEC) != 0)
+    const bool gate = o.start == Start::Gate;
+    int go[2] = {-1, -1}, ready[2] = {-1, -1};
+    if (gate && (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(ready, O_CLOEXEC) != 0))
         coexec::bench::fail("pipe: " + std::string(std::strerror(errno)));
     std::vector<pid_t> pids;
     pids.reserve(size_t(o.procs));
@@ -239,29 +365,36 @@ RepeatResult run_once(const Options& o, const std::string& segment) {
             std::exit(1);
         }
         if (pid == 0) {
-            ::close(go[1]);
-            ::close(ready[0]);
+            if (gate) {
+                ::close(go[1]);
+                ::close(ready[0]);
+            }
             if (!o.verbose) {
                 int null = ::open("/dev/null", O_WRONLY);
                 if (null >= 0) ::dup2(null, STDERR_FILENO);
             }
-            ::_exit(child_main(records[i], go[0], ready[1], o.timeout_s));
+            const Wait style =
+                wait == Wait::Mixed ? kMixedStyles[size_t(i) % std::size(kMixedStyles)] : wait;
+            ::_exit(child_main(records[i], style, go[0], ready[1], o.timeout_s));
         }
         pids.push_back(pid);
     }
-    ::close(go[0]);
-    ::close(ready[1]);
-    // Every child is blocked on the go pipe before the release.
-    char buf[256];
-    for (int got = 0; got < o.procs;) {
-        ssize_t n = ::read(ready[0], buf, sizeof buf);
-        if (n <= 0 && errno != EINTR) break; // a child died early: its record says so
-        if (n > 0) got += int(n);
+    if (gate) {
+        ::close(go[0]);
+        ::close(ready[1]);
+        // Every child is blocked on the go pipe before the release.
+        char buf[256];
+        for (int got = 0; got < o.procs;) {
+            ssize_t n = ::read(ready[0], buf, sizeof buf);
+            if (n <= 0 && errno != EINTR) break; // a child died early: its record says so
+            if (n > 0) got += int(n);
+        }
+        ::close(ready[0]);
     }
-    ::close(ready[0]);
     r.fork_ns = now_ns() - fork_start;
-    r.release_ns = now_ns();
-    ::close(go[1]); // every read() returns: all children start now
+    // Forked without a gate, the children start as they are forked.
+    r.release_ns = gate ? now_ns() : fork_start;
+    if (gate) ::close(go[1]); // every read() returns: all children start now
     // The children's watchdogs end hung ones; this is only the parent's
     // safety net if a watchdog itself fails.
     const uint64_t deadline = r.release_ns + uint64_t(o.timeout_s + 10) * 1'000'000'000ULL;
@@ -310,10 +443,10 @@ RepeatResult run_once(const Options& o, const std::string& segment) {
     return r;
 }
 
-void print_repeat(int index, const Options& o, const RepeatResult& r) {
-    std::printf("repeat %d: procs %d  wall %.3f s  finished %d  errors %d  hung %d%s%s\n", index,
-                o.procs, r.wall_s, r.finished, r.errors + r.crashed, r.hung,
-                r.crashed ? "  (crashed: " : "",
+void print_repeat(int index, const Options& o, Wait wait, const RepeatResult& r) {
+    std::printf("repeat %d: wait %-7s procs %d  wall %.3f s  finished %d  errors %d  hung %d%s%s\n",
+                index, kWaitNames[int(wait)], o.procs, r.wall_s, r.finished, r.errors + r.crashed,
+                r.hung, r.crashed ? "  (crashed: " : "",
                 r.crashed ? (std::to_string(r.crashed) + ")").c_str() : "");
     for (auto& [what, n] : r.error_kinds)
         std::printf("    error x%d: %s\n", n, what.c_str());
@@ -335,27 +468,26 @@ void print_phases(const RepeatResult& r) {
     };
     auto ms = [](uint64_t a, uint64_t b) { return double(b - a) / 1e6; };
     const uint64_t t0 = r.release_ns;
-    std::printf("phases of the last repeat (fork+ready of all children: %.1f ms):\n",
-                double(r.fork_ns) / 1e6);
-    line("release -> child running", [&](const ChildRecord& c, double& out) {
+    std::printf("  forking every child: %.1f ms\n", double(r.fork_ns) / 1e6);
+    line("start -> child running", [&](const ChildRecord& c, double& out) {
         return c.t_released && (out = ms(t0, c.t_released), true);
     });
     line("nosv_init (own duration)", [&](const ChildRecord& c, double& out) {
         return c.t_init && (out = ms(c.t_released, c.t_init), true);
     });
-    line("release -> nosv_init returned", [&](const ChildRecord& c, double& out) {
+    line("start -> nosv_init returned", [&](const ChildRecord& c, double& out) {
         return c.t_init && (out = ms(t0, c.t_init), true);
     });
     line("submit -> task runs (first grant)", [&](const ChildRecord& c, double& out) {
         return c.t_ran && (out = ms(c.t_init, c.t_ran), true);
     });
-    line("release -> task ran", [&](const ChildRecord& c, double& out) {
+    line("start -> task ran", [&](const ChildRecord& c, double& out) {
         return c.t_ran && (out = ms(t0, c.t_ran), true);
     });
     line("completed -> nosv_shutdown returned", [&](const ChildRecord& c, double& out) {
         return c.t_shutdown && (out = ms(c.t_completed, c.t_shutdown), true);
     });
-    line("release -> shutdown returned", [&](const ChildRecord& c, double& out) {
+    line("start -> shutdown returned", [&](const ChildRecord& c, double& out) {
         return c.t_shutdown && (out = ms(t0, c.t_shutdown), true);
     });
 }
@@ -367,22 +499,36 @@ int main(int argc, char** argv) {
     const std::string segment = "bench-procs-" + std::to_string(::getpid());
     coexec::bench::use_segment(segment);
     std::signal(SIGPIPE, SIG_IGN);
-    std::vector<double> walls, finished;
-    bool any_hung = false;
-    RepeatResult last;
+    const size_t styles = o.waits.size();
+    std::vector<std::vector<double>> walls(styles), finished(styles);
+    std::vector<RepeatResult> slowest(styles);
+    bool any_failed = false;
     for (int i = 1; i <= o.repeats; ++i) {
-        last = run_once(o, segment);
-        print_repeat(i, o, last);
-        std::fflush(stdout);
-        walls.push_back(last.wall_s);
-        finished.push_back(last.finished);
-        any_hung |= last.hung > 0 || last.crashed > 0;
+        // Each repeat starts with the next style: none always runs first.
+        for (size_t k = 0; k < styles; ++k) {
+            const size_t w = (k + size_t(i - 1)) % styles;
+            RepeatResult r = run_once(o, o.waits[w], segment);
+            print_repeat(i, o, o.waits[w], r);
+            std::fflush(stdout);
+            walls[w].push_back(r.wall_s);
+            finished[w].push_back(r.finished);
+            any_failed |= r.finished != o.procs;
+            if (i == 1 || r.wall_s > slowest[w].wall_s) slowest[w] = std::move(r);
+        }
     }
-    print_phases(last);
-    auto w = coexec::bench::summarize(walls);
-    auto f = coexec::bench::summarize(finished);
-    std::printf("procs %d  repeats %d  wall median %.3f s (min %.3f, max %.3f)  finished median "
-                "%.0f (min %.0f, max %.0f)\n",
-                o.procs, o.repeats, w.median, w.min, w.max, f.median, f.min, f.max);
-    return any_hung ? 1 : 0;
+    for (size_t w = 0; w < styles; ++w) {
+        std::printf("phases of the slowest repeat, wait %s:\n", kWaitNames[int(o.waits[w])]);
+        print_phases(slowest[w]);
+    }
+    std::printf("%-8s %-5s %6s %8s  %-20s %s\n", "wait", "start", "procs", "repeats",
+                "wall s median (min-max)", "finished median (min-max)");
+    for (size_t w = 0; w < styles; ++w) {
+        auto t = coexec::bench::summarize(walls[w]);
+        auto f = coexec::bench::summarize(finished[w]);
+        std::printf("%-8s %-5s %6d %8d  %.3f (%.3f-%.3f)    %.0f (%.0f-%.0f)\n",
+                    kWaitNames[int(o.waits[w])], o.start == Start::Gate ? "gate" : "fork", o.procs,
+                    o.repeats, t.median, t.min, t.max, f.median, f.min, f.max);
+    }
+    // Any child that did not finish (an error, a crash, a hang) fails the run.
+    return any_failed ? 1 : 0;
 }
