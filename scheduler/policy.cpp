@@ -15,13 +15,6 @@ using namespace coexec::shm;
 
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
-// Two processes that each run on one of two CPUs, both with more work, are
-// served as fairly by keeping their CPUs as by swapping them every quantum,
-// and a swap costs both their caches and a moment where one process has
-// both CPUs and the other none. So a process that is not short of CPUs
-// waits this many quanta for a CPU, not one. (Two PyTorch processes of two
-// threads: 0.96 of the time with per-quantum swaps, docs/scheduler.md.)
-constexpr uint64_t kShareTurnQuanta = 8;
 } // namespace
 
 // ---- CPUs ------------------------------------------------------------

@@ -63,4 +63,17 @@ bool thread_on_cpu(pid_t pid, pid_t tid) {
     return read_stat(path, f) && f.state == 'R';
 }
 
+int64_t thread_run_ns(pid_t pid, pid_t tid) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", int(pid), int(tid));
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[128];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    return int64_t(std::strtoull(buf, nullptr, 10));
+}
+
 } // namespace coexec::shm

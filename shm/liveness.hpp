@@ -17,4 +17,9 @@ bool process_alive(pid_t pid, uint64_t start_time);
 // (state R), not sleeping in a system call.
 bool thread_on_cpu(pid_t pid, pid_t tid);
 
+// Nanoseconds thread `tid` of `pid` has run on a CPU (the first field of
+// /proc/<pid>/task/<tid>/schedstat), or -1 when it cannot be read (the
+// thread is gone).
+int64_t thread_run_ns(pid_t pid, pid_t tid);
+
 } // namespace coexec::shm

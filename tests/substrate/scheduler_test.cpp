@@ -2,6 +2,7 @@
 // by quantum, idle CPUs, reaping of dead processes and repair.
 #include "support.hpp"
 
+#include "scheduler/holder_liveness.hpp"
 #include "scheduler/shared_scheduler.hpp"
 #include "scheduler/thread_word.hpp"
 #include "shm/clock.hpp"
@@ -357,6 +358,61 @@ TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
     EXPECT_TRUE(sched_->dead_holders(waiter, t0 + stale, stale).empty());
     // Vouched for at that time: other waiters skip it for another period.
     EXPECT_EQ(seg().procs[holder].alive_ns.load(), t0 + stale);
+}
+
+// A CPU whose holder died is a violation only while another process waits
+// for it, and only if it is still held after the grace period.
+TEST_F(SchedulerTest, HolderCheckNamesADeadHolderThatOthersWaitFor) {
+    const int32_t dead = add_process(false);
+    const int32_t live = add_process();
+    grant_cpu(dead, 0);
+    const HolderCheckOptions quick{1'000'000};
+    EXPECT_TRUE(check_holders(*sched_, quick).empty()); // nobody waits for it
+    add_ready(live);
+    const auto found = check_holders(*sched_, quick);
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_NE(found[0].find("CPU 0 is held by thread slot"), std::string::npos) << found[0];
+    EXPECT_NE(found[0].find("which is gone"), std::string::npos) << found[0];
+}
+
+// A holder asleep in the kernel past its turn while others wait is named;
+// one that runs is not.
+TEST_F(SchedulerTest, HolderCheckNamesAHolderAsleepInTheKernelPastItsTurn) {
+    seg().header.config.quantum_ns = 1'000; // its turn is over within microseconds
+    seg().header.config.preempt_after_ns = 0;
+    std::atomic<pid_t> sleeper_tid{0}, spinner_tid{0};
+    std::atomic<bool> stop{false};
+    std::atomic<uint32_t> never{0};
+    std::thread sleeper([&] {
+        sleeper_tid = ::gettid();
+        while (!stop.load())
+            never.wait(0); // asleep in FUTEX_WAIT
+    });
+    std::thread spinner([&] {
+        spinner_tid = ::gettid();
+        while (!stop.load()) {
+        }
+    });
+    while (sleeper_tid.load() == 0 || spinner_tid.load() == 0)
+        std::this_thread::yield();
+    const int32_t holder = add_process(), spinning = add_process(), waiter = add_process();
+    sched_->set_tid(seg().procs[holder].pool_head, sleeper_tid.load());
+    sched_->set_tid(seg().procs[spinning].pool_head, spinner_tid.load());
+    grant_cpu(holder, 0);
+    grant_cpu(spinning, 1);
+    add_ready(waiter);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2)); // past the turn
+    const auto found = check_holders(*sched_, HolderCheckOptions{20'000'000});
+    stop = true;
+    never = 1;
+    never.notify_all();
+    sleeper.join();
+    spinner.join();
+    ASSERT_EQ(found.size(), 1u) << found.back();
+    EXPECT_NE(found[0].find("CPU 0 is held by thread " + std::to_string(sleeper_tid.load())),
+              std::string::npos)
+        << found[0];
+    EXPECT_NE(found[0].find("asleep in the kernel"), std::string::npos) << found[0];
 }
 
 TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
