@@ -620,11 +620,15 @@ COEXEC_API int nosv_barrier_wait(nosv_barrier_t* barrier) {
         std::lock_guard g(b->guard);
         if (b->count == 0) return EINVAL;
         if (++b->arrived == b->count) {
-            // The last arrival ends the round: everyone queued goes.
+            // The last arrival ends the round: everyone queued goes. It
+            // returns 0 like the others: nOS-V's barrier picks no serial
+            // participant (its compat.h lists only 0, EINVAL and ESRCH), and
+            // a program written for it may treat any other answer as an
+            // error.
             b->arrived = 0;
             while (Waiter* q = b->queue.pop())
                 grant(q);
-            return PTHREAD_BARRIER_SERIAL_THREAD;
+            return 0;
         }
         b->queue.push(&w);
     }

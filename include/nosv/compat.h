@@ -35,13 +35,6 @@
 extern "C" {
 #endif
 
-/* nosv_barrier_wait()'s answer for one participant per round. <pthread.h>
- * declares it only for POSIX 2001 and later; strict ISO C builds get it here,
- * with glibc's value. */
-#ifndef PTHREAD_BARRIER_SERIAL_THREAD
-#define PTHREAD_BARRIER_SERIAL_THREAD (-1)
-#endif
-
 /* ---- Opaque objects ---------------------------------------------------- */
 
 #define SIZEOF_NOSV_MUTEX 64
@@ -153,9 +146,10 @@ int nosv_barrier_init(nosv_barrier_t *barrier, const nosv_barrierattr_t *attr, u
 int nosv_barrier_destroy(nosv_barrier_t *barrier);
 
 /* Waits until `count` participants have called it, then lets them all go
- * and starts over for the next round. Waiting tasks leave their CPU. The
- * last one to arrive returns PTHREAD_BARRIER_SERIAL_THREAD without waiting;
- * the others return 0. EINVAL when barrier is NULL or destroyed. */
+ * and starts over for the next round. Waiting tasks leave their CPU; the
+ * last one to arrive does not wait. Every participant returns 0: unlike
+ * pthread_barrier_wait(), no serial participant is picked. EINVAL when
+ * barrier is NULL or destroyed. */
 int nosv_barrier_wait(nosv_barrier_t *barrier);
 
 /* ---- Condition variables ---------------------------------------------- */

@@ -286,28 +286,28 @@ TEST(CompatOneCpu, SignalWakesOneWaiterAndBroadcastTheRest) {
     });
 }
 
-TEST(CompatOneCpu, BarrierReleasesAllAndOneIsTheSerialThread) {
+TEST(CompatOneCpu, BarrierReleasesAllEachRound) {
     one_cpu_case([] {
         Spawner sp;
         constexpr int tasks = 6, rounds = 3;
         nosv_barrier_t b;
         REQUIRE(nosv_barrier_init(&b, nullptr, tasks + 1) == 0);
-        std::atomic<int> serial{0}, zero{0}, other{0};
-        auto record = [&](int rc) {
-            (rc == PTHREAD_BARRIER_SERIAL_THREAD ? serial : rc == 0 ? zero : other)++;
+        std::atomic<int> zero{0}, other{0};
+        std::atomic<int> arrivals[rounds] = {};
+        auto meet = [&](int r) {
+            arrivals[r]++;
+            (nosv_barrier_wait(&b) == 0 ? zero : other)++;
+            REQUIRE(arrivals[r].load() == tasks + 1); // nobody left early
         };
         for (int i = 0; i < tasks; ++i)
             REQUIRE(sp.spawn([&] {
                 for (int r = 0; r < rounds; ++r)
-                    record(nosv_barrier_wait(&b));
+                    meet(r);
             }) == NOSV_SUCCESS);
-        for (int r = 0; r < rounds; ++r) {
-            record(nosv_barrier_wait(&b)); // pauses us too: the tasks run
-            REQUIRE(serial.load() == r + 1);
-        }
+        for (int r = 0; r < rounds; ++r)
+            meet(r); // pauses us too: the tasks run
         REQUIRE(yield_until([&] { return sp.finished.load() == tasks; }));
-        REQUIRE(serial.load() == rounds);
-        REQUIRE(zero.load() == rounds * tasks);
+        REQUIRE(zero.load() == rounds * (tasks + 1));
         REQUIRE(other.load() == 0);
         REQUIRE(nosv_barrier_destroy(&b) == 0);
         return 0;
@@ -599,13 +599,13 @@ TEST(Compat, TimeoutsRacingWithSignalsLoseNothingAndLeaveNothing) {
     EXPECT_EQ(short_sleeps.load(), 0);
 }
 
-TEST(Compat, BarrierOnEveryCpuHasOneSerialThreadPerRound) {
+TEST(Compat, BarrierOnEveryCpuLetsNobodyLeaveARoundEarly) {
     Instance in;
     Spawner sp;
     constexpr int tasks = 8, rounds = 50;
     nosv_barrier_t b;
     ASSERT_EQ(nosv_barrier_init(&b, nullptr, tasks), 0);
-    std::atomic<int> serial{0}, passed{0}, early{0};
+    std::atomic<int> passed{0}, other{0}, early{0};
     std::atomic<int> arrivals[rounds] = {};
     for (int i = 0; i < tasks; ++i)
         ASSERT_EQ(sp.spawn([&] {
@@ -614,16 +614,13 @@ TEST(Compat, BarrierOnEveryCpuHasOneSerialThreadPerRound) {
                 const int rc = nosv_barrier_wait(&b);
                 // Nobody leaves a round before all arrived.
                 if (arrivals[r].load() != tasks) early.fetch_add(1);
-                if (rc == PTHREAD_BARRIER_SERIAL_THREAD)
-                    serial.fetch_add(1);
-                else if (rc == 0)
-                    passed.fetch_add(1);
+                (rc == 0 ? passed : other).fetch_add(1);
             }
         }),
                   NOSV_SUCCESS);
     ASSERT_TRUE(yield_until([&] { return sp.finished.load() == tasks; }));
-    EXPECT_EQ(serial.load(), rounds);
-    EXPECT_EQ(passed.load(), rounds * (tasks - 1));
+    EXPECT_EQ(passed.load(), rounds * tasks);
+    EXPECT_EQ(other.load(), 0);
     EXPECT_EQ(early.load(), 0);
     EXPECT_EQ(nosv_barrier_destroy(&b), 0);
 }
@@ -635,12 +632,10 @@ TEST(Compat, BarrierMixesTasksAndAnAttachedThread) {
     constexpr int rounds = 30;
     nosv_barrier_t b;
     ASSERT_EQ(nosv_barrier_init(&b, nullptr, 3), 0);
-    std::atomic<int> serial{0}, passed{0};
+    std::atomic<int> passed{0}, other{0};
     auto meet = [&] {
-        for (int r = 0; r < rounds; ++r) {
-            const int rc = nosv_barrier_wait(&b);
-            (rc == PTHREAD_BARRIER_SERIAL_THREAD ? serial : passed).fetch_add(1);
-        }
+        for (int r = 0; r < rounds; ++r)
+            (nosv_barrier_wait(&b) == 0 ? passed : other).fetch_add(1);
     };
     ASSERT_EQ(sp.spawn(meet), NOSV_SUCCESS);
     std::thread attached([&] {
@@ -652,8 +647,40 @@ TEST(Compat, BarrierMixesTasksAndAnAttachedThread) {
     meet(); // the attached main task
     attached.join();
     ASSERT_TRUE(yield_until([&] { return sp.finished.load() == 1; }));
-    EXPECT_EQ(serial.load(), rounds);
-    EXPECT_EQ(passed.load(), 2 * rounds);
+    EXPECT_EQ(passed.load(), 3 * rounds);
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+}
+
+// As in nOS-V, whose compat.h lists 0, EINVAL and ESRCH as the only
+// results: no participant is told it was the serial one (pthreads' -1),
+// not even the last to arrive, which does not wait.
+TEST(Compat, BarrierWaitReturnsZeroToEveryParticipant) {
+    Instance in;
+    Spawner sp;
+    constexpr int tasks = 3, rounds = 20;
+    nosv_barrier_t b;
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, tasks + 1), 0);
+    // Every answer, by participant and round; the main task is the last
+    // participant.
+    std::vector<std::vector<int>> answers(tasks + 1, std::vector<int>(rounds, 1));
+    for (int i = 0; i < tasks; ++i)
+        ASSERT_EQ(sp.spawn([&, i] {
+            for (int r = 0; r < rounds; ++r)
+                answers[i][r] = nosv_barrier_wait(&b);
+        }),
+                  NOSV_SUCCESS);
+    for (int r = 0; r < rounds; ++r)
+        answers[tasks][r] = nosv_barrier_wait(&b);
+    ASSERT_TRUE(yield_until([&] { return sp.finished.load() == tasks; }));
+    for (int p = 0; p <= tasks; ++p)
+        for (int r = 0; r < rounds; ++r)
+            EXPECT_EQ(answers[p][r], 0) << "participant " << p << ", round " << r;
+    EXPECT_EQ(nosv_barrier_destroy(&b), 0);
+    // Alone at a barrier of one, the caller is always the last to arrive.
+    ASSERT_EQ(nosv_barrier_init(&b, nullptr, 1), 0);
+    for (int r = 0; r < 3; ++r)
+        EXPECT_EQ(nosv_barrier_wait(&b), 0);
     EXPECT_EQ(nosv_barrier_destroy(&b), 0);
 }
 
@@ -799,7 +826,7 @@ TEST(CompatErrors, NullObjectsAndBadArgumentsGiveEinval) {
     EXPECT_EQ(nosv_barrier_destroy(nullptr), EINVAL);
     EXPECT_EQ(nosv_barrier_wait(nullptr), EINVAL);
     ASSERT_EQ(nosv_barrier_init(&b, nullptr, 1), 0);
-    EXPECT_EQ(nosv_barrier_wait(&b), PTHREAD_BARRIER_SERIAL_THREAD); // one participant
+    EXPECT_EQ(nosv_barrier_wait(&b), 0); // one participant: it never waits
     EXPECT_EQ(nosv_barrier_destroy(&b), 0);
     EXPECT_EQ(nosv_barrier_wait(&b), EINVAL); // destroyed
     EXPECT_EQ(nosv_barrier_destroy(&b), EINVAL);
