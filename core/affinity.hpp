@@ -144,4 +144,11 @@ class AffinityRegistry {
     cpu_set_t online_{};
 };
 
+// sched_setaffinity(0, sizeof mask, &mask) as libcoexec defines it
+// (affinity_interpose.cpp), whatever the lookup order: a managed caller
+// remembers the mask as its visible one; for any other thread the call goes
+// to the next definition (libc's: the kernel). Returns 0 or the errno
+// value.
+int set_own_affinity(const cpu_set_t& mask);
+
 } // namespace coexec::core

@@ -190,7 +190,22 @@ int visible_sched_get(pid_t pid, size_t cpusetsize, cpu_set_t* mask) {
     });
 }
 
+// sched_setaffinity likewise.
+int visible_sched_set(pid_t pid, size_t cpusetsize, const cpu_set_t* mask) {
+    Target t;
+    AffinityRegistry* reg = registry();
+    if (!reg || !target_of(pid, t)) return forward_sched_set(pid, cpusetsize, mask);
+    return reg->locked(t, [&](AffinityRecord* rec) {
+        return rec ? errno_result(set_visible(*reg, *rec, t, cpusetsize, mask))
+                   : forward_sched_set(pid, cpusetsize, mask);
+    });
+}
+
 } // namespace
+
+int coexec::core::set_own_affinity(const cpu_set_t& mask) {
+    return visible_sched_set(0, sizeof mask, &mask) == 0 ? 0 : errno;
+}
 
 COEXEC_INTERPOSE int sched_getaffinity(pid_t pid, size_t cpusetsize, cpu_set_t* mask) {
     return visible_sched_get(pid, cpusetsize, mask);
@@ -201,13 +216,7 @@ COEXEC_INTERPOSE int coexec_visible_affinity(size_t size, void* mask) {
 }
 
 COEXEC_INTERPOSE int sched_setaffinity(pid_t pid, size_t cpusetsize, const cpu_set_t* mask) {
-    Target t;
-    AffinityRegistry* reg = registry();
-    if (!reg || !target_of(pid, t)) return forward_sched_set(pid, cpusetsize, mask);
-    return reg->locked(t, [&](AffinityRecord* rec) {
-        return rec ? errno_result(set_visible(*reg, *rec, t, cpusetsize, mask))
-                   : forward_sched_set(pid, cpusetsize, mask);
-    });
+    return visible_sched_set(pid, cpusetsize, mask);
 }
 
 COEXEC_INTERPOSE int pthread_getaffinity_np(pthread_t thread, size_t cpusetsize,

@@ -1,14 +1,15 @@
-// libc's pthread_create, as libcoexec exports it: a thread created with
-// default attributes by a thread that coexec manages starts from its
-// creator's visible mask, not from the CPU coexec pinned the creator to
-// (nOS-V does the same). Without this, a pool that a task starts (a
-// std::thread pool, a BLAS library starting up lazily) would run, outside
-// coexec, on that one CPU for good.
+// libc's pthread_create, as libcoexec exports it: a thread created by a
+// thread that coexec manages, with attributes that name no CPU mask (or
+// none at all), starts from its creator's visible mask, not from the CPU
+// coexec pinned the creator to (nOS-V does the same). Without this, a pool
+// that a task starts (a std::thread pool, a BLAS library starting up
+// lazily) would run, outside coexec, on that one CPU for good.
 //
 // Like the affinity calls (affinity_interpose.cpp), this definition takes
 // effect when libcoexec comes before libc in the lookup order. Any other
 // call goes to the next definition unchanged; a later interposer learns
 // whom the call came from with coexec_pthread_create_caller().
+#include "affinity.hpp"
 #include "next_definition.hpp"
 #include "thread_context.hpp"
 
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <pthread.h>
 #include <sched.h>
 
@@ -34,20 +36,29 @@ std::atomic<CreateFn> next_create{nullptr};
 // that tells its callers apart by it (coexec_pthread_create_caller()).
 thread_local const void* forwarded_caller = nullptr;
 
+// glibc reports a full mask for attributes that carry none.
+bool all_cpus(const cpu_set_t& mask) {
+    cpu_set_t full;
+    std::memset(&full, 0xff, sizeof full);
+    return CPU_EQUAL(&mask, &full);
+}
+
+// Whether `attr` names a CPU mask of its own. One wider than a cpu_set_t
+// (EINVAL) does too.
+bool has_mask(const pthread_attr_t& attr) {
+    cpu_set_t own;
+    return pthread_attr_getaffinity_np(&attr, sizeof own, &own) != 0 || !all_cpus(own);
+}
+
 // The attributes a creator that passed none gets: the process's defaults
 // (pthread_setattr_default_np) with `mask`, unless the defaults carry a
-// mask themselves. Attributes the program made stay as they are: they
-// cannot be copied (glibc's may hold a stack of the program's), and setting
-// a mask in them for the call would race with other threads that create
-// with them (nOS-V does that, and resets the mask after).
+// mask themselves. glibc then sets the mask before the thread runs.
 class DefaultsWithMask {
   public:
     explicit DefaultsWithMask(const cpu_set_t& mask) {
         if (pthread_getattr_default_np(&attr_) != 0) return;
         ok_ = true;
-        cpu_set_t own;
-        if (pthread_attr_getaffinity_np(&attr_, sizeof own, &own) == 0 && !all_cpus(own))
-            return; // the defaults' mask applies, as without coexec
+        if (has_mask(attr_)) return; // the defaults' mask applies, as without coexec
         use_ = pthread_attr_setaffinity_np(&attr_, sizeof mask, &mask) == 0;
     }
     ~DefaultsWithMask() {
@@ -61,17 +72,36 @@ class DefaultsWithMask {
     const pthread_attr_t* get() const { return use_ ? &attr_ : nullptr; }
 
   private:
-    // glibc reports a full mask for attributes that carry none.
-    static bool all_cpus(const cpu_set_t& mask) {
-        cpu_set_t full;
-        std::memset(&full, 0xff, sizeof full);
-        return CPU_EQUAL(&mask, &full);
-    }
-
     pthread_attr_t attr_;
     bool ok_ = false;  // attr_ holds attributes to destroy
     bool use_ = false; // ... and they carry the mask
 };
+
+// A thread created with attributes of the program's that name no mask
+// takes `mask` itself, first thing, and then runs the program's routine.
+// The program's attributes stay as they are: they cannot be copied (glibc's
+// may hold a stack of the program's), and setting a mask in them for the
+// call would write through the caller's const pointer and race with other
+// threads that create with the same attributes (nOS-V sets it there and
+// resets it after).
+struct StartFromMask {
+    void* (*routine)(void*);
+    void* arg;
+    cpu_set_t mask;
+};
+
+void* start_from_mask(void* p) {
+    const StartFromMask start = *static_cast<StartFromMask*>(p);
+    delete static_cast<StartFromMask*>(p);
+    // As libcoexec's sched_setaffinity: a plain thread gets the mask from
+    // the kernel. One that the start routine of a later interposer attached
+    // before this one ran (as the PoCL adapter's would) is pinned already:
+    // the mask becomes its visible one, which detach restores. A mask the
+    // thread may not use (its cpuset changed meanwhile) is refused, and the
+    // thread runs where it started.
+    set_own_affinity(start.mask);
+    return start.routine(start.arg);
+}
 
 // Whether the calling thread is one coexec manages and has pinned away
 // from its visible mask, which it then stores in `visible`.
@@ -110,9 +140,19 @@ COEXEC_INTERPOSE int pthread_create(pthread_t* thread, const pthread_attr_t* att
     if (next == nullptr) return ENOSYS;
     const ForwardedCall call(__builtin_extract_return_addr(__builtin_return_address(0)));
     cpu_set_t visible;
-    if (attr != nullptr || !pinned_away(visible)) return next(thread, attr, routine, arg);
-    const DefaultsWithMask with_mask(visible);
-    return next(thread, with_mask.get(), routine, arg);
+    if (!pinned_away(visible)) return next(thread, attr, routine, arg);
+    if (attr == nullptr) {
+        const DefaultsWithMask with_mask(visible);
+        return next(thread, with_mask.get(), routine, arg);
+    }
+    if (has_mask(*attr)) return next(thread, attr, routine, arg);
+    // Attributes of the program's without a mask: the kernel would give the
+    // new thread the creator's pin, so the thread replaces it as it starts.
+    auto* start = new (std::nothrow) StartFromMask{routine, arg, visible};
+    if (start == nullptr) return next(thread, attr, routine, arg);
+    const int rc = next(thread, attr, start_from_mask, start);
+    if (rc != 0) delete start; // no thread runs it
+    return rc;
 }
 
 COEXEC_INTERPOSE const void* coexec_pthread_create_caller(void) {
