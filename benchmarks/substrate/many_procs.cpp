@@ -93,6 +93,9 @@ struct Options {
     bool verbose = false;
     Start start = Start::Fork;
     std::vector<Wait> waits{Wait::Poll};
+    int busy = 0;          // unmanaged spinning threads in each child
+    uint64_t bound_ms = 0; // a child whose task waits longer is late; 0: no bound
+    std::string segment;   // an instance in use to join (not removed); empty: a fresh one
 };
 
 Wait wait_of(const std::string& name) {
@@ -129,6 +132,17 @@ Options parse(int argc, char** argv) {
         ->check(
             CLI::IsMember({"poll", "spin", "pause", "waitfor", "condvar", "futex", "mixed", "all"}))
         ->capture_default_str();
+    app.add_option("--busy", o.busy,
+                   "Threads in each child that spin, unmanaged, from before nosv_init to its exit")
+        ->check(CLI::Range(0, 64))
+        ->capture_default_str();
+    app.add_option("--bound-ms", o.bound_ms,
+                   "A child whose task ran later than this after nosv_init returned (its "
+                   "attach included) is late, which fails the run; 0: no bound")
+        ->capture_default_str();
+    app.add_option("--segment", o.segment,
+                   "Join this instance (shared_memory.name), already in use by others, instead "
+                   "of a fresh one of our own; it is not removed afterwards");
     try {
         app.parse(argc, argv);
         o.start = start == "gate" ? Start::Gate : Start::Fork;
@@ -231,9 +245,16 @@ int wait_for_completion() {
     return NOSV_SUCCESS;
 }
 
-int child_main(ChildRecord& rec, Wait wait, int go_fd, int ready_fd, int timeout_s) {
+int child_main(ChildRecord& rec, Wait wait, int go_fd, int ready_fd, int timeout_s, int busy) {
     g_record = &rec;
     g_wait = wait;
+    // Threads coexec does not manage, busy on the same CPUs; _exit ends them.
+    for (int i = 0; i < busy; ++i)
+        std::thread([] {
+            std::atomic<uint64_t> spins{0};
+            for (;;)
+                spins.fetch_add(1, std::memory_order_relaxed);
+        }).detach();
     if (go_fd >= 0) { // --start gate
         char byte = 0;
         (void)!::write(ready_fd, &byte, 1);
@@ -298,6 +319,8 @@ int child_main(ChildRecord& rec, Wait wait, int go_fd, int ready_fd, int timeout
 struct RepeatResult {
     double wall_s = 0;
     int finished = 0, errors = 0, hung = 0, crashed = 0;
+    int late = 0;                           // tasks that ran past --bound-ms
+    double max_wait_ms = 0;                 // nosv_init returned -> task ran, the longest
     std::map<std::string, int> error_kinds; // "call: text" -> count
     std::map<std::string, int> hung_at;     // stage -> count
     bool segment_left = false;              // the segment was still in /dev/shm
@@ -375,7 +398,7 @@ RepeatResult run_once(const Options& o, Wait wait, const std::string& segment) {
             }
             const Wait style =
                 wait == Wait::Mixed ? kMixedStyles[size_t(i) % std::size(kMixedStyles)] : wait;
-            ::_exit(child_main(records[i], style, go[0], ready[1], o.timeout_s));
+            ::_exit(child_main(records[i], style, go[0], ready[1], o.timeout_s, o.busy));
         }
         pids.push_back(pid);
     }
@@ -439,7 +462,13 @@ RepeatResult run_once(const Options& o, Wait wait, const std::string& segment) {
                                 : "exited with status " + std::to_string(WEXITSTATUS(st))];
         }
     }
-    r.segment_left = remove_segment(segment);
+    for (const ChildRecord& rec : r.records) {
+        if (!rec.t_ran || !rec.t_init) continue;
+        const double wait_ms = double(rec.t_ran - rec.t_init) / 1e6;
+        r.max_wait_ms = std::max(r.max_wait_ms, wait_ms);
+        if (o.bound_ms && wait_ms > double(o.bound_ms)) ++r.late;
+    }
+    if (o.segment.empty()) r.segment_left = remove_segment(segment);
     return r;
 }
 
@@ -453,6 +482,10 @@ void print_repeat(int index, const Options& o, Wait wait, const RepeatResult& r)
     for (auto& [where, n] : r.hung_at)
         std::printf("    hung x%d: %s\n", n, where.c_str());
     if (r.segment_left) std::printf("    (segment left in /dev/shm; removed)\n");
+    std::printf("    longest wait, nosv_init returned -> task ran: %.1f ms", r.max_wait_ms);
+    if (o.bound_ms)
+        std::printf("; late (past %llu ms): %d", (unsigned long long)o.bound_ms, r.late);
+    std::printf("\n");
 }
 
 // Where the time went, over the children that reached each point.
@@ -496,7 +529,8 @@ void print_phases(const RepeatResult& r) {
 
 int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
-    const std::string segment = "bench-procs-" + std::to_string(::getpid());
+    const std::string segment =
+        o.segment.empty() ? "bench-procs-" + std::to_string(::getpid()) : o.segment;
     coexec::bench::use_segment(segment);
     std::signal(SIGPIPE, SIG_IGN);
     const size_t styles = o.waits.size();
@@ -512,7 +546,7 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
             walls[w].push_back(r.wall_s);
             finished[w].push_back(r.finished);
-            any_failed |= r.finished != o.procs;
+            any_failed |= r.finished != o.procs || r.late > 0;
             if (i == 1 || r.wall_s > slowest[w].wall_s) slowest[w] = std::move(r);
         }
     }
@@ -529,6 +563,7 @@ int main(int argc, char** argv) {
                     kWaitNames[int(o.waits[w])], o.start == Start::Gate ? "gate" : "fork", o.procs,
                     o.repeats, t.median, t.min, t.max, f.median, f.min, f.max);
     }
-    // Any child that did not finish (an error, a crash, a hang) fails the run.
+    // Any child that did not finish (an error, a crash, a hang), or whose
+    // task ran past --bound-ms, fails the run.
     return any_failed ? 1 : 0;
 }

@@ -203,6 +203,10 @@ void Harness::reap() {
         const uint64_t now = now_ns();
         auto it = std::find_if(members_.begin(), members_.end(),
                                [&](const auto& m) { return m->pid == pid; });
+        if (pid == burst_pid_) {
+            on_burst_exit(status);
+            continue;
+        }
         if (it == members_.end()) continue; // a helper (gdb) reaped here
         on_exit(**it, status, now);
         members_.erase(it);
@@ -435,6 +439,67 @@ bool Harness::wait_all_exited(uint64_t give_up_ns) {
     return true;
 }
 
+// ---- bursts ------------------------------------------------------------
+
+void Harness::start_burst(uint64_t now) {
+    // The bound on how long a ready task waits for a CPU (docs/scheduler.md,
+    // "Liveness"): each process with work ahead of it in the round-robin
+    // holds the CPU for at most a quantum plus the preemption delay, and a
+    // member stopped by the killer holds its CPUs for up to --stop-max-ms.
+    const shm::SegmentConfig& cfg = seg_->header.config;
+    const uint64_t turn_ms = (cfg.quantum_ns + cfg.preempt_after_ns) / kMs;
+    burst_bound_ms_ = uint64_t(o_.burst + o_.procs) * turn_ms + 10ULL * o_.stop_max_ms;
+    burst_out_ = std::make_unique<OutputCapture>();
+    const std::vector<std::string> argv = {o_.burst_program,
+                                           "--procs",
+                                           std::to_string(o_.burst),
+                                           "--start",
+                                           "fork",
+                                           "--wait",
+                                           "mixed",
+                                           "--busy",
+                                           std::to_string(o_.burst_busy),
+                                           "--bound-ms",
+                                           std::to_string(burst_bound_ms_),
+                                           "--timeout",
+                                           std::to_string(o_.finish_ms / 1000 + 1),
+                                           "--segment",
+                                           name_};
+    burst_pid_ = test_support::spawn(argv, {}, -1, burst_out_->fd(), burst_out_->fd());
+    next_burst_ns_ = now + uint64_t(o_.burst_every_ms) * kMs;
+    if (o_.verbose)
+        std::printf("[%8.1f ms] burst of %d processes, pid %d\n", ms(now - start_ns_), o_.burst,
+                    burst_pid_);
+}
+
+void Harness::on_burst_exit(int status) {
+    burst_pid_ = 0;
+    ++bursts_;
+    const std::string out = burst_out_->tail();
+    // "longest wait, nosv_init returned -> task ran: X ms"
+    const std::string key = "task ran: ";
+    if (size_t at = out.rfind(key); at != std::string::npos)
+        burst_max_wait_ms_ = std::max(burst_max_wait_ms_, std::atof(out.c_str() + at + key.size()));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail("burst #" + std::to_string(bursts_) + " of " + std::to_string(o_.burst) +
+             " processes: " + describe_status(status) + "\n" + out);
+}
+
+bool Harness::wait_burst(uint64_t give_up_ns) {
+    while (burst_pid_ != 0) {
+        reap();
+        if (now_ns() > give_up_ns) {
+            ::kill(burst_pid_, SIGKILL);
+            ::waitpid(burst_pid_, nullptr, 0);
+            burst_pid_ = 0;
+            fail("a burst did not end in time");
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 // ---- the run -----------------------------------------------------------
 
 bool Harness::map_segment() {
@@ -480,6 +545,9 @@ int Harness::run() {
                 while (alive_workers() < size_t(o_.procs) && failures_.size() < 20)
                     if (!spawn(false)) break;
                 continue_due(now);
+                if (o_.burst > 0 && !o_.burst_program.empty() && burst_pid_ == 0 &&
+                    now >= next_burst_ns_)
+                    start_burst(now);
                 if (o_.kill_rate > 0 && now >= next_disrupt_ns_) disrupt(now);
                 check_hung(now);
                 std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -490,6 +558,7 @@ int Harness::run() {
                 if (m->stopped && !m->kill_sent) cont_member(*m, now);
             const uint64_t bound = uint64_t(o_.life_max_ms + o_.finish_ms) * kMs * 2;
             if (!wait_all_exited(now + bound)) fail("members could not be reaped");
+            wait_burst(now + bound);
             if (!interrupted_.load(rlx)) {
                 // The next init reclaims what dead members left (DESIGN.md,
                 // invariant 2): a last member joins and leaves.
@@ -612,6 +681,12 @@ void Harness::print_report() {
     std::printf("slowest finish of a never-killed member: %.1f ms after its lifetime (bound %u "
                 "ms)\n",
                 ms(s.slowest_finish_ns), o_.finish_ms);
+    if (o_.burst > 0)
+        std::printf("bursts: %d of %d processes each (forked without a barrier, mixed waiting "
+                    "styles, %d busy unmanaged threads each); longest wait of a task for a CPU "
+                    "%.1f ms (bound %llu ms)\n",
+                    bursts_, o_.burst, o_.burst_busy, burst_max_wait_ms_,
+                    (unsigned long long)burst_bound_ms_);
     std::printf("segment left in /dev/shm: %s\n", segment_left_ ? "yes" : "no");
     std::printf("failures: %zu\n", failures_.size());
     for (const auto& f : failures_) {

@@ -84,6 +84,11 @@ class Harness {
     void check_hung(uint64_t now);
     void report_hung(MemberProc& m);
     bool wait_all_exited(uint64_t give_up_ns);
+    // Bursts (Options::burst): one runs at a time, as a child process.
+    void start_burst(uint64_t now);
+    void on_burst_exit(int status);
+    // Waits for a running burst to end; false if it had to be killed.
+    bool wait_burst(uint64_t give_up_ns);
     void final_check();
     void print_report();
     void cleanup();
@@ -107,6 +112,12 @@ class Harness {
     int final_lost_ = 0;
     uint64_t recoveries_ = 0; // repairs after a lock holder died (segment header)
     std::vector<std::string> final_violations_;
+    pid_t burst_pid_ = 0; // the running burst, or 0
+    std::unique_ptr<OutputCapture> burst_out_;
+    uint64_t next_burst_ns_ = 0;
+    uint64_t burst_bound_ms_ = 0;
+    int bursts_ = 0;
+    double burst_max_wait_ms_ = 0; // the longest wait of a burst's task for a CPU
     bool segment_left_ = false;
     uint64_t start_ns_ = 0;
     uint64_t next_disrupt_ns_ = 0;

@@ -55,6 +55,17 @@ int main(int argc, char** argv) {
                    "a never-killed member must exit this long after its lifetime (plus stops)")
         ->check(CLI::Range(100, 3600000));
     app.add_flag("--verbose", o.verbose, "print every spawn, exit and disruption");
+    app.add_option("--burst", o.burst,
+                   "processes in each burst beside the members (0: none); at most the process "
+                   "table's size less --procs")
+        ->check(CLI::Range(0, 508));
+    app.add_option("--burst-every-ms", o.burst_every_ms, "time between the bursts' starts")
+        ->check(CLI::Range(100, 3600000));
+    app.add_option("--burst-busy", o.burst_busy, "unmanaged busy threads in each burst process")
+        ->check(CLI::Range(0, 64));
+    app.add_option("--burst-program", o.burst_program,
+                   "path of coexec-bench-many-procs, which runs each burst")
+        ->check(CLI::ExistingFile);
 
     CLI::App* sub = app.add_subcommand("member", "(internal) run as one member of a torture run");
     sub->group(""); // hidden from --help

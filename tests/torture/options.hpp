@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace coexec::torture {
 
@@ -24,6 +25,15 @@ struct Options {
     // (plus the time it was stopped) ended.
     uint32_t finish_ms = 30000;
     bool verbose = false; // print every disruption
+    // Bursts beside the members: every burst_every_ms, `burst` processes
+    // forked with no barrier join the members' instance, run one task each
+    // and leave, their main threads waiting in mixed styles, each with
+    // `burst_busy` unmanaged busy threads. burst_program is
+    // coexec-bench-many-procs; 0 or no program: no bursts.
+    int burst = 0;
+    uint32_t burst_every_ms = 5000;
+    int burst_busy = 1;
+    std::string burst_program;
 };
 
 } // namespace coexec::torture
