@@ -53,7 +53,10 @@ TEST_P(StartGate, HoldsTheWorkUntilEveryProcessEntered) {
 TEST_P(StartGate, StartsOnceTheLastProcessEntersAndLeavesTheWaitOut) {
     // The second process enters two seconds after the program started. A
     // steady time that counted the wait would be about 2 s; the bound is
-    // half of that, far above the work's milliseconds on a busy machine.
+    // half of that. The work takes a millisecond or two alone (HPCCG runs
+    // 10 iterations here: its default 150 in task mode took 0.33-0.38 s
+    // alone, and over 1 s once on a loaded machine), so the bound is
+    // hundreds of times the work, and only a counted wait can cross it.
     const auto out =
         run("(" + gated("2") + ") & sleep 2; touch " + dir_.path("other") + "; wait $!");
     ASSERT_EQ(out.exit_code, 0) << out.text;
@@ -80,12 +83,12 @@ TEST_P(StartGate, UnusableVariablesAreReportedAndTheProgramRunsOn) {
 
 INSTANTIATE_TEST_SUITE_P(
     Programs, StartGate,
-    testing::Values(Program{"hpccg_forkjoin", program("hpccg-clang") + " 8 8 8 --spmv omp"},
-                    Program{"hpccg_tasks", program("hpccg-gcc") + " 8 8 8 --mode tasks"},
-                    Program{"gpt2", program("gpt2-gcc") +
-                                        " --layers 1 --heads 2 --channels 16 --vocab 64"
-                                        " --max-seq 8 --batch 1 --steps 2 --mode serial"},
-                    Program{"python", python_program()}),
+    testing::Values(
+        Program{"hpccg_forkjoin", program("hpccg-clang") + " 8 8 8 --spmv omp --iters 10"},
+        Program{"hpccg_tasks", program("hpccg-gcc") + " 8 8 8 --mode tasks --iters 10"},
+        Program{"gpt2", program("gpt2-gcc") + " --layers 1 --heads 2 --channels 16 --vocab 64"
+                                              " --max-seq 8 --batch 1 --steps 2 --mode serial"},
+        Program{"python", python_program()}),
     [](const testing::TestParamInfo<Program>& info) { return std::string(info.param.name); });
 
 } // namespace
