@@ -278,12 +278,13 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     wakes.flush(*segment());
     // The remembered mask: the one the thread had at attach, or the last it
     // set since. A thread that keeps its affinity gets it back only when
-    // coexec pinned it or a set is pending, whatever the flags say.
+    // coexec pinned it or a set is pending. NOSV_DETACH_NO_RESTORE_AFFINITY
+    // (!restore_affinity) leaves any thread's kernel mask as it is, as in
+    // nOS-V: the pin, if coexec set one, which the calls show from then on.
     using Restore = AffinityRegistry::Restore;
-    const Restore how =
-        self.keeps_affinity
-            ? (std::exchange(self.pinned, false) ? Restore::yes : Restore::if_changed)
-            : (restore_affinity ? Restore::yes : Restore::no);
+    Restore how = Restore::no;
+    if (restore_affinity)
+        how = !self.keeps_affinity || self.pinned ? Restore::yes : Restore::if_changed;
     affinity_.remove(self.affinity, how);
     binding_->release(self);
     delete_task(t);

@@ -13,9 +13,10 @@ extern "C" {
 
 /* A nosv_attach() flag for threads that also run application code (an
  * OpenMP root thread, say). Whenever such a thread is outside coexec (after
- * coexec_block_enter() or coexec_lend_cpu(), and after nosv_detach()) it runs
- * with the affinity it had chosen, and threads it creates inherit that; a mask
- * it sets there applies at once. While it holds a CPU it runs there: coexec
+ * coexec_block_enter() or coexec_lend_cpu(), and after nosv_detach() unless
+ * NOSV_DETACH_NO_RESTORE_AFFINITY keeps the kernel mask it had) it runs with
+ * the affinity it had chosen, and threads it creates inherit that; a mask it
+ * sets there applies at once. While it holds a CPU it runs there: coexec
  * pins it to that CPU only when the kernel has it on another one (and, once
  * pinned, moves it to each CPU it is granted until it leaves coexec), and a
  * mask set meanwhile is applied when it next leaves the CPU

@@ -373,6 +373,45 @@ TEST(Affinity, DetachWithoutRestoreKeepsThePinAndShowsIt) {
     EXPECT_TRUE(CPU_EQUAL(&seen, &kernel)) << "no longer managed: the kernel's mask";
 }
 
+// The flag holds for a thread that keeps its affinity too: the kernel mask
+// stays what it was while attached (coexec's pin, when coexec pinned it), a
+// set still pending is dropped, and the calls show what the kernel has.
+TEST(Affinity, DetachWithoutRestoreKeepsTheKernelMaskOfAThreadThatKeepsItsAffinity) {
+    Joined joined;
+    if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "keeper", COEXEC_ATTACH_KEEP_AFFINITY), 0);
+    // Lent, it moves itself to another CPU; taking its CPU back, coexec
+    // pins it there.
+    const int held = nosv_get_current_system_cpu();
+    const int elsewhere = other_cpu(joined.all(), held);
+    ASSERT_GE(elsewhere, 0);
+    ASSERT_EQ(coexec_lend_cpu(), 0);
+    const cpu_set_t mine = only(elsewhere);
+    ASSERT_EQ(sched_setaffinity(0, sizeof mine, &mine), 0);
+    ASSERT_EQ(coexec_block_exit(), 0);
+    const cpu_set_t pin = only(nosv_get_current_system_cpu());
+    ASSERT_FALSE(CPU_EQUAL(&pin, &mine));
+    cpu_set_t kernel = test::kernel_affinity();
+    ASSERT_TRUE(CPU_EQUAL(&kernel, &pin)) << "pinned while attached";
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NO_RESTORE_AFFINITY), 0);
+    kernel = test::kernel_affinity();
+    EXPECT_TRUE(CPU_EQUAL(&kernel, &pin)) << "the pin stays, not its own mask";
+    cpu_set_t seen = visible_sched();
+    EXPECT_TRUE(CPU_EQUAL(&seen, &kernel)) << "no longer managed: the kernel's mask";
+    // Not pinned, with a set pending: the set is dropped with the rest.
+    ASSERT_EQ(sched_setaffinity(0, sizeof joined.all(), &joined.all()), 0);
+    ASSERT_EQ(nosv_attach(&t, nullptr, "keeper", COEXEC_ATTACH_KEEP_AFFINITY), 0);
+    const cpu_set_t attached = test::kernel_affinity();
+    const cpu_set_t pending = only(nosv_get_current_system_cpu());
+    ASSERT_EQ(sched_setaffinity(0, sizeof pending, &pending), 0);
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NO_RESTORE_AFFINITY), 0);
+    kernel = test::kernel_affinity();
+    EXPECT_TRUE(CPU_EQUAL(&kernel, &attached)) << "the mask it had while attached";
+    seen = visible_sched();
+    EXPECT_TRUE(CPU_EQUAL(&seen, &kernel));
+}
+
 TEST(Affinity, AnotherThreadQueriesAndSetsARememberedMaskByTidAndPthread) {
     Joined joined;
     if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
