@@ -13,7 +13,7 @@
 //          "tbb" thread busy until A dies (or 20 s), for `coexec top`'s
 //          CPU time per runtime label.
 //   native Without coexec: a child process and two threads of this one
-//          spin for 300 ms each. Prints "main <pid>" and "child <pid>".
+//          spin for 300 ms of CPU time each. Prints "main <pid>" and "child <pid>".
 #include <nosv.h>
 
 #include <atomic>
@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -44,6 +45,19 @@ void check(int rc, const char* what) {
 void spin_for(std::chrono::milliseconds d) {
     const auto until = Clock::now() + d;
     while (Clock::now() < until) {
+    }
+}
+
+// Spins until the calling thread has run for `d` on a CPU, however long a
+// loaded machine keeps it waiting: a sampler then sees it run for `d`.
+void spin_cpu_for(std::chrono::milliseconds d) {
+    const auto cpu_ns = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    };
+    const int64_t until = cpu_ns() + std::chrono::nanoseconds(d).count();
+    while (cpu_ns() < until) {
     }
 }
 
@@ -203,13 +217,13 @@ int native() {
     const pid_t child = fork();
     if (child < 0) die("fork");
     if (child == 0) {
-        spin_for(300ms);
+        spin_cpu_for(300ms);
         std::_Exit(0);
     }
     std::printf("main %d\nchild %d\n", int(getpid()), int(child));
     std::fflush(stdout);
-    std::thread other([] { spin_for(300ms); });
-    spin_for(300ms);
+    std::thread other([] { spin_cpu_for(300ms); });
+    spin_cpu_for(300ms);
     other.join();
     waitpid(child, nullptr, 0);
     return 0;
