@@ -36,7 +36,6 @@ namespace {
 using coexec::bench::now_ns;
 
 enum class Mode { Native, Coexec };
-constexpr const char* kModeNames[] = {"native", "coexec"};
 
 struct Options {
     std::vector<int> counts{1, 2, 4, 16, 64, 256, 512};
