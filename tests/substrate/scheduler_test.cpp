@@ -395,6 +395,10 @@ TEST_F(SchedulerTest, HolderCheckNamesAHolderAsleepInTheKernelPastItsTurn) {
     });
     while (sleeper_tid.load() == 0 || spinner_tid.load() == 0)
         std::this_thread::yield();
+    // The sleeper is asleep in the kernel from here on (std::atomic::wait
+    // may spin first, and a loaded machine may keep it runnable a while).
+    while (thread_on_cpu(::getpid(), sleeper_tid.load()))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const int32_t holder = add_process(), spinning = add_process(), waiter = add_process();
     sched_->set_tid(seg().procs[holder].pool_head, sleeper_tid.load());
     sched_->set_tid(seg().procs[spinning].pool_head, spinner_tid.load());
@@ -408,7 +412,7 @@ TEST_F(SchedulerTest, HolderCheckNamesAHolderAsleepInTheKernelPastItsTurn) {
     never.notify_all();
     sleeper.join();
     spinner.join();
-    ASSERT_EQ(found.size(), 1u) << found.back();
+    ASSERT_EQ(found.size(), 1u) << testing::PrintToString(found);
     EXPECT_NE(found[0].find("CPU 0 is held by thread " + std::to_string(sleeper_tid.load())),
               std::string::npos)
         << found[0];
