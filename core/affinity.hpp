@@ -151,4 +151,10 @@ class AffinityRegistry {
 // value.
 int set_own_affinity(const cpu_set_t& mask);
 
+// thread_affinity.compat_support (Config::affinity_compat): while off,
+// sched_getaffinity and pthread_getaffinity_np show every thread its kernel
+// mask, coexec's pin included; sets keep their meaning (a managed thread's
+// set is remembered and applied outside coexec). Process-wide, set at init.
+void set_affinity_compat(bool on);
+
 } // namespace coexec::core

@@ -179,11 +179,17 @@ using namespace coexec::core;
 
 namespace {
 
+// Config::affinity_compat of the process's runtime. Relaxed: it is set at
+// nosv_init, before any thread is managed, and a stale read only shows one
+// call the other mask.
+std::atomic<bool> g_affinity_compat{true};
+
 // sched_getaffinity as libcoexec defines it (below), reachable by name too.
 int visible_sched_get(pid_t pid, size_t cpusetsize, cpu_set_t* mask) {
     Target t;
     AffinityRegistry* reg = registry();
-    if (!reg || !target_of(pid, t)) return forward_sched_get(pid, cpusetsize, mask);
+    if (!reg || !g_affinity_compat.load(std::memory_order_relaxed) || !target_of(pid, t))
+        return forward_sched_get(pid, cpusetsize, mask);
     return reg->locked(t, [&](AffinityRecord* rec) {
         return rec ? errno_result(get_visible(*rec, cpusetsize, mask))
                    : forward_sched_get(pid, cpusetsize, mask);
@@ -202,6 +208,10 @@ int visible_sched_set(pid_t pid, size_t cpusetsize, const cpu_set_t* mask) {
 }
 
 } // namespace
+
+void coexec::core::set_affinity_compat(bool on) {
+    g_affinity_compat.store(on, std::memory_order_relaxed);
+}
 
 int coexec::core::set_own_affinity(const cpu_set_t& mask) {
     return visible_sched_set(0, sizeof mask, &mask) == 0 ? 0 : errno;
@@ -223,7 +233,8 @@ COEXEC_INTERPOSE int pthread_getaffinity_np(pthread_t thread, size_t cpusetsize,
                                             cpu_set_t* cpuset) {
     Target t;
     AffinityRegistry* reg = registry();
-    if (!reg || !target_of(thread, t)) return forward_pthread_get(thread, cpusetsize, cpuset);
+    if (!reg || !g_affinity_compat.load(std::memory_order_relaxed) || !target_of(thread, t))
+        return forward_pthread_get(thread, cpusetsize, cpuset);
     return reg->locked(t, [&](AffinityRecord* rec) {
         return rec ? get_visible(*rec, cpusetsize, cpuset)
                    : forward_pthread_get(thread, cpusetsize, cpuset);

@@ -210,17 +210,11 @@ ConfigResult apply_setting(Config& cfg, const std::string& key, const std::strin
     } else if (key == "topology.binding") {
         if (value.empty()) return error("topology.binding must not be empty");
         cfg.binding = value;
-    } else if (key == "affinity.compat_support") {
-        // nOS-V's switch for showing threads their own mask. coexec always
-        // does (docs/affinity.md): true is its behaviour, false it cannot do.
+    } else if (key == "thread_affinity.compat_support" || key == "affinity.compat_support") {
+        // nOS-V's name first; coexec accepted the second before it knew it.
         if (value != "true" && value != "false")
-            return error("affinity.compat_support must be true or false, not '" +
-                         printable_text(value) + "'");
-        if (value == "false")
-            return ConfigResult{true,
-                                {},
-                                {"affinity.compat_support=false is not supported, ignored: "
-                                 "threads coexec pins still see the mask they had before"}};
+            return error(key + " must be true or false, not '" + printable_text(value) + "'");
+        cfg.affinity_compat = value == "true";
     } else {
         for (const char* k : kIgnoredNosvKeys)
             if (key == k) return {};

@@ -23,6 +23,10 @@ struct Config {
     uint32_t governor_spins = 10'000;
     std::string binding = "inherit";
     bool sched_batch = true; // managed threads run under SCHED_BATCH (CpuBinding::adopt)
+    // nOS-V's thread_affinity.compat_support: managed threads see, through
+    // sched_getaffinity and pthread_getaffinity_np, the mask they had before
+    // coexec pinned them (true), or the kernel's mask (false).
+    bool affinity_compat = true;
 };
 
 struct ConfigResult {

@@ -170,6 +170,7 @@ int Runtime::start(bool quiet) {
     if (!scheduler::kernel_own_affinity(process_mask_))
         for (int id : cpu_system_ids())
             CPU_SET(size_t(id), &process_mask_);
+    set_affinity_compat(config_.affinity_compat);
     binding_.emplace(sched(), affinity_, config_.sched_batch);
     queue_ = std::make_unique<ReadyQueue>(segment()->procs[proc()], cpu_count(), numa_count());
     external_type_.label = "attached";

@@ -373,6 +373,25 @@ TEST(Affinity, DetachWithoutRestoreKeepsThePinAndShowsIt) {
     EXPECT_TRUE(CPU_EQUAL(&seen, &kernel)) << "no longer managed: the kernel's mask";
 }
 
+// With thread_affinity.compat_support=false (as nOS-V's attach test runs),
+// an attached thread sees coexec's pin, and a detach without restore keeps
+// the mask it saw while attached.
+TEST(Affinity, WithoutCompatSupportAnAttachedThreadSeesItsPin) {
+    Joined joined("thread_affinity.compat_support=false");
+    if (!joined.several_cpus()) GTEST_SKIP() << "needs two CPUs";
+    nosv_task_t t;
+    ASSERT_EQ(nosv_attach(&t, nullptr, "affinity", NOSV_ATTACH_NONE), 0);
+    const cpu_set_t pin = only(nosv_get_current_system_cpu());
+    const cpu_set_t attached = visible_sched();
+    cpu_set_t by_pthread;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof by_pthread, &by_pthread), 0);
+    EXPECT_TRUE(CPU_EQUAL(&attached, &pin));
+    EXPECT_TRUE(CPU_EQUAL(&by_pthread, &pin));
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NO_RESTORE_AFFINITY), 0);
+    const cpu_set_t after = visible_sched();
+    EXPECT_TRUE(CPU_EQUAL(&after, &attached));
+}
+
 // The flag holds for a thread that keeps its affinity too: the kernel mask
 // stays what it was while attached (coexec's pin, when coexec pinned it), a
 // set still pending is dropped, and the calls show what the kernel has.

@@ -93,18 +93,20 @@ TEST(Config, BadValuesAreErrors) {
     }
 }
 
-// nOS-V's affinity.compat_support: true is what coexec always does; false,
-// which coexec cannot do, is said rather than silently ignored.
-TEST(Config, CompatSupportOffIsAWarning) {
+// nOS-V's thread_affinity.compat_support, and the name coexec accepted
+// before, each switch what managed threads see of their affinity.
+TEST(Config, CompatSupportSwitchesTheAffinityThreadsSee) {
     Config c;
+    EXPECT_TRUE(c.affinity_compat);
+    auto off = apply_overrides(c, "thread_affinity.compat_support=false");
+    EXPECT_TRUE(off.ok);
+    EXPECT_TRUE(off.warnings.empty());
+    EXPECT_FALSE(c.affinity_compat);
     auto on = apply_overrides(c, "affinity.compat_support=true");
     EXPECT_TRUE(on.ok);
     EXPECT_TRUE(on.warnings.empty());
-    auto off = apply_overrides(c, "affinity.compat_support=false");
-    EXPECT_TRUE(off.ok);
-    ASSERT_EQ(off.warnings.size(), 1u);
-    EXPECT_NE(off.warnings[0].find("affinity.compat_support=false is not supported"),
-              std::string::npos);
+    EXPECT_TRUE(c.affinity_compat);
+    EXPECT_FALSE(apply_overrides(c, "thread_affinity.compat_support=no").ok);
 }
 
 TEST(Config, UnknownKeyIsAWarningNotAnError) {
