@@ -210,12 +210,19 @@ void Runtime::monitor_main() {
             dead = sched().find_dead(now, SharedScheduler::kAliveStaleNs);
         else if (want_cpu && all_held())
             dead = sched().dead_holders(proc(), now, SharedScheduler::kAliveStaleNs);
+        // Whoever passes a CPU to this process (a holder at its turn's end,
+        // a preempted holder, a CPU going free) grants it to a pool thread,
+        // unless the work is a lone task waiting on its own thread. Work that
+        // lives on its threads (a preempted task, a waitfor that ended) is
+        // queued without a submit, which is where a pool thread is otherwise
+        // made sure of: without one, every grant would pass this process
+        // over, and a holder spinning for its data would keep the CPU.
+        if (want_cpu) workers_.ensure_receiver();
         if (want_cpu && all_held()) {
             preemption_.ask_overdue_holders();
             binding_->take_long_kept(now);
         }
         if (dead.empty() && (!want_cpu || all_held())) continue;
-        if (want_cpu) workers_.ensure_receiver();
         WakeList wakes;
         {
             auto lock = sched().lock(wakes);

@@ -63,6 +63,55 @@ void run_holder_and_waiter(Control& ctl, std::chrono::milliseconds limit) {
     EXPECT_EQ(test::wait_child(other, 30s), 0);
 }
 
+// Two tasks that each spin in user code for the other's flag, in two
+// processes on one CPU: the shape of two MPI ranks whose tasks wait in
+// MPI_Waitall for each other's message.
+struct Exchange {
+    std::atomic<bool> first_spinning{false};
+    std::atomic<bool> from_second{false}; // set by the second, awaited by the first
+    std::atomic<bool> from_first{false};  // set by the first, awaited by the second
+};
+
+Exchange* g_exchange = nullptr;
+std::atomic<bool> g_task_done{false};
+
+// The first process's task spins until the second's flag, then sets its own.
+void first_task(nosv_task_t) {
+    g_exchange->first_spinning = true;
+    while (!g_exchange->from_second.load()) {
+    }
+    g_exchange->from_first = true;
+}
+
+// The second's sets its flag, then spins until the first's.
+void second_task(nosv_task_t) {
+    g_exchange->from_second = true;
+    while (!g_exchange->from_first.load()) {
+    }
+}
+
+void task_done(nosv_task_t) {
+    g_task_done = true;
+}
+
+// Runs one task of `body` and waits, unattached, until it completed.
+int run_one_task(Exchange& ex, void (*body)(nosv_task_t)) {
+    g_exchange = &ex;
+    if (nosv_init() != 0) return 31;
+    nosv_task_type_t type;
+    nosv_task_t task;
+    if (nosv_type_init(&type, body, nullptr, task_done, "exchange", nullptr, nullptr,
+                       NOSV_TYPE_INIT_NONE) != 0 ||
+        nosv_create(&task, type, 0, NOSV_CREATE_NONE) != 0 ||
+        nosv_submit(task, NOSV_SUBMIT_NONE) != 0)
+        return 32;
+    while (!g_task_done.load())
+        std::this_thread::sleep_for(1ms);
+    nosv_destroy(task, NOSV_DESTROY_NONE);
+    nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE);
+    return nosv_shutdown() == 0 ? 0 : 33;
+}
+
 } // namespace
 
 TEST(Preemption, ASpinningHolderGivesWayToAnotherProcess) {
@@ -144,4 +193,22 @@ TEST(Preemption, AProgramsOwnSignalHandlerIsLeftAlone) {
         return nosv_shutdown() == 0 && flag == 0 ? 0 : 13;
     });
     EXPECT_EQ(test::wait_child(child, 30s), 0);
+}
+
+// The first task spins on the only CPU; the second process's task preempts
+// it, sets its flag and spins in turn. The first task, preempted, waits on
+// its own thread, and its process's only worker is that thread: a grant
+// back to it needs a pool thread its process has to make first. Without
+// one, every turn's end passed the first process over, and the second
+// task spun on the CPU for good (example.alpi-halo hung that way).
+TEST(Preemption, TwoSpinningTasksThatWaitForEachOtherBothFinish) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=20000000");
+    Shared<Exchange> ex;
+    pid_t first = test::fork_child([&] { return run_one_task(*ex, first_task); });
+    while (!ex->first_spinning.load())
+        std::this_thread::sleep_for(1ms);
+    pid_t second = test::fork_child([&] { return run_one_task(*ex, second_task); });
+    EXPECT_EQ(test::wait_child(first, 60s), 0);
+    EXPECT_EQ(test::wait_child(second, 60s), 0);
+    EXPECT_TRUE(ex->from_first.load() && ex->from_second.load());
 }
