@@ -24,6 +24,22 @@
 #include <pthread.h>
 #include <sched.h>
 
+// ThreadSanitizer's pthread_create interceptor, in the executable, calls
+// this definition with a start routine of TSan's, which sets up the new
+// thread for TSan; a routine of ours run before it would find no TSan
+// state and crash. TSan builds (which check coexec's own races) leave such
+// a thread on its creator's pin instead.
+#if defined(__SANITIZE_THREAD__)
+#define COEXEC_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define COEXEC_UNDER_TSAN 1
+#endif
+#endif
+#ifndef COEXEC_UNDER_TSAN
+#define COEXEC_UNDER_TSAN 0
+#endif
+
 namespace coexec::core {
 namespace {
 
@@ -145,7 +161,7 @@ COEXEC_INTERPOSE int pthread_create(pthread_t* thread, const pthread_attr_t* att
         const DefaultsWithMask with_mask(visible);
         return next(thread, with_mask.get(), routine, arg);
     }
-    if (has_mask(*attr)) return next(thread, attr, routine, arg);
+    if (has_mask(*attr) || COEXEC_UNDER_TSAN) return next(thread, attr, routine, arg);
     // Attributes of the program's without a mask: the kernel would give the
     // new thread the creator's pin, so the thread replaces it as it starts.
     auto* start = new (std::nothrow) StartFromMask{routine, arg, visible};
