@@ -590,8 +590,10 @@ TEST(Affinity, ConcurrentAttachAndDetachWhileOthersQueryAndSet) {
     // Attached or not, every thread always shows the whole mask: a query
     // races the registration, never sees coexec's pin. Sets of the same
     // mask race detach's restore.
+    // At least one pass, however soon the churners finish (a loaded machine
+    // may run all their rounds before the querier starts).
     std::thread querier([&] {
-        while (running.load() > 0) {
+        do {
             for (int i = 0; i < kThreads; ++i) {
                 cpu_set_t seen;
                 CPU_ZERO(&seen);
@@ -603,7 +605,7 @@ TEST(Affinity, ConcurrentAttachAndDetachWhileOthersQueryAndSet) {
                     bad_set.fetch_add(1);
                 queries.fetch_add(1);
             }
-        }
+        } while (running.load() > 0);
     });
     querier.join();
     stop.store(true);
