@@ -162,20 +162,26 @@ void SharedScheduler::unregister(int32_t proc, WakeList& wakes, TraceKind why) {
     distribute_free(wakes);
 }
 
+void SharedScheduler::look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMembers& dead) {
+    ProcSlot& slot = s_.procs[p];
+    uint64_t seen = slot.alive_ns.load(rlx);
+    if (stale_ns != 0 && (now < seen || now - seen < stale_ns)) return;
+    // One caller per stale period reads /proc for this member: the others
+    // see the beat moved and skip it. A member found alive stays vouched
+    // for until its beat goes stale again.
+    if (now > seen && !slot.alive_ns.compare_exchange_strong(seen, now, rlx) && stale_ns != 0)
+        return;
+    const DeadMember m{p, slot.pid, slot.start_time};
+    if (!process_alive(m.pid, m.start_time)) dead.push_back(m);
+}
+
 SharedScheduler::DeadMembers SharedScheduler::find_dead(uint64_t now, uint64_t fresh_ns) {
     DeadMembers dead;
     // Lock-free walk: a stale list only misses a member until the next
     // sweep, or names one that reap() then finds changed.
     any_alive_unlocked([&](int32_t p) {
-        ProcSlot& slot = s_.procs[p];
-        uint64_t seen = slot.alive_ns.load(rlx);
-        if (fresh_ns != 0 && now >= seen && now - seen < fresh_ns) return false;
-        const DeadMember m{p, slot.pid, slot.start_time};
-        if (!process_alive(m.pid, m.start_time))
-            dead.push_back(m);
-        else if (now > seen)
-            slot.alive_ns.compare_exchange_strong(seen, now, rlx); // vouched for
-        return false;                                              // every member counts
+        look_up(p, now, fresh_ns, dead);
+        return false; // every member counts
     });
     return dead;
 }
@@ -279,13 +285,7 @@ SharedScheduler::DeadMembers SharedScheduler::dead_holders(int32_t self, uint64_
         if (cpu.state.load(rlx) != CpuState::Running) continue;
         const int32_t p = cpu.owner_proc.load(rlx);
         if (p < 0 || p >= kMaxProcs || p == self) continue;
-        ProcSlot& holder = s_.procs[p];
-        uint64_t seen = holder.alive_ns.load(rlx);
-        if (now < seen || now - seen < stale_ns) continue;
-        // One waiter per stale period reads /proc for this holder.
-        if (!holder.alive_ns.compare_exchange_strong(seen, now, rlx)) continue;
-        const DeadMember m{p, holder.pid, holder.start_time};
-        if (!process_alive(m.pid, m.start_time)) dead.push_back(m);
+        look_up(p, now, stale_ns, dead);
     }
     return dead;
 }

@@ -376,6 +376,11 @@ class SharedScheduler {
     // Takes `thread` out of its process's pool stack, if it is there.
     void pool_remove(int32_t thread);
     int32_t pool_pop(int32_t proc);
+    // Lock-free, and reads /proc: appends `p` to `dead` if it died. A member
+    // whose beat (or vouching) is younger than `stale_ns` at `now` is not
+    // looked up (0: always); of several callers in one stale period, one
+    // looks it up and vouches for it (find_dead(), dead_holders()).
+    void look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMembers& dead);
     // Lock-free: true when `mark` is at least `interval_ns` before `now`
     // and this caller moved it to `now` first.
     static bool claim_interval(std::atomic<uint64_t>& mark, uint64_t now, uint64_t interval_ns);
