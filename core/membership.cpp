@@ -69,6 +69,9 @@ int Membership::join(const Config& config, std::string& why) {
     // once per interval system-wide, not at every join, and always when the
     // oldest member died (a segment whose members all died is reclaimed now).
     // A formatted segment only: a fresh one has no members to read.
+    // Read before the lock too: it is a /proc read.
+    const pid_t pid = ::getpid();
+    const uint64_t start = process_start_time(pid);
     SharedScheduler::DeadMembers dead;
     if (segment().header.cpu_count > 0 &&
         (sched.claim_reap(now_ns(), SharedScheduler::kReapIntervalNs) ||
@@ -101,11 +104,7 @@ int Membership::join(const Config& config, std::string& why) {
             discovered = scheduler::discover_cpus(config.binding, found, why);
             if (discovered) sched.format(found, settings);
         }
-        if (!corrupt && discovered) {
-            const pid_t pid = ::getpid();
-            const uint64_t start = process_start_time(pid);
-            proc_ = sched.register_process(pid, start, process_name());
-        }
+        if (!corrupt && discovered) proc_ = sched.register_process(pid, start, process_name());
     }
     wakes.flush(segment());
     if (!corrupt && discovered && proc_ == kNone) {
@@ -114,9 +113,7 @@ int Membership::join(const Config& config, std::string& why) {
         dead = sched.find_dead(now_ns(), 0);
         {
             auto lock = sched.lock(wakes);
-            if (sched.reap(dead, wakes))
-                proc_ = sched.register_process(::getpid(), process_start_time(::getpid()),
-                                               process_name());
+            if (sched.reap(dead, wakes)) proc_ = sched.register_process(pid, start, process_name());
         }
         wakes.flush(segment());
     }
