@@ -326,19 +326,19 @@ TEST_F(RecordTest, NativeSamplesTheCommandsProcessTree) {
     // main one on both of its threads (3 spinning threads on 2 CPUs or more
     // each get CPU time), the child found by the scan for descendants.
     std::set<int> main_tids;
-    double main_ms = 0, child_ms = 0;
+    int child_slices = 0;
     for (const auto& s : t.slices) {
         EXPECT_EQ(s.label, "native");
         EXPECT_LT(s.cpu, int(std::thread::hardware_concurrency()));
-        if (s.pid == main_pid) main_tids.insert(s.tid), main_ms += (s.end - s.start) / 1000.0;
-        if (s.pid == child) child_ms += (s.end - s.start) / 1000.0;
+        EXPECT_GT(s.end, s.start);
+        if (s.pid == main_pid) main_tids.insert(s.tid);
+        if (s.pid == child) ++child_slices;
     }
     // Each thread runs for 300 ms of CPU time, however loaded the machine:
-    // the sampler sees every one of them run (how long it saw them depends
-    // on its own turns on a loaded machine, so no duration is asserted).
+    // the sampler sees every one of them run. How long it saw them depends
+    // on its own turns on a loaded machine, so only that they ran is checked.
     EXPECT_EQ(main_tids.size(), 2u) << t.doc.dump();
-    EXPECT_GT(main_ms, 0.0);
-    EXPECT_GT(child_ms, 0.0);
+    EXPECT_GT(child_slices, 0) << t.doc.dump();
     // Plain slices on every CPU the sampler saw, no coexec states.
     for (const auto& s : t.slices)
         EXPECT_EQ(s.state, "running");
