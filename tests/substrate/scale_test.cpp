@@ -26,7 +26,6 @@ namespace {
 
 // Fewer than kMaxProcs, to keep the suite fast; coexec-bench-many-procs runs 512.
 constexpr int kBurstProcs = 128;
-constexpr auto kBurstBound = 30s;
 
 // Polls `done` until it holds or `timeout` passes; returns whether it held.
 template <class Pred>
@@ -99,19 +98,29 @@ TEST(Scale, ABurstOfProcessesJoiningAtOnceAllFinish) {
     ::close(go[0]);
     const auto start = std::chrono::steady_clock::now();
     ::close(go[1]); // releases every child at once
-    const auto deadline = start + kBurstBound;
+    auto completed = [&] {
+        int n = 0;
+        for (const auto& c : board->completed)
+            n += c.load();
+        return n;
+    };
+    // How long the burst takes depends on the machine's load; a burst in
+    // which no child completes its task for test::kPatience has hung.
+    const bool all = test::wait_while_moving([&] { return completed() == kBurstProcs; }, completed);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_TRUE(all) << completed() << " of " << kBurstProcs << " children completed their task";
     int finished = 0;
     for (pid_t pid : children) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        int rc = test::wait_child(pid, std::max(left, 1ms));
+        // Once every task completed, each child only shuts down.
+        int rc = test::wait_child(pid, all ? std::chrono::milliseconds(test::kPatience) : 1ms);
         EXPECT_EQ(rc, 0) << "child " << pid << (rc == -1 ? " hung" : " failed");
         finished += rc == 0;
     }
     EXPECT_EQ(finished, kBurstProcs);
     for (int i = 0; i < kBurstProcs; ++i)
         EXPECT_EQ(board->completed[i].load(), 1) << "child " << i << ": no completed callback";
-    EXPECT_LT(std::chrono::steady_clock::now() - start, kBurstBound);
+    std::printf("%d processes joined at once; every task had run within %.2f s\n", kBurstProcs,
+                std::chrono::duration<double>(took).count());
 }
 
 // ---- reaping -------------------------------------------------------------
