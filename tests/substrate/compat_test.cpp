@@ -213,11 +213,12 @@ TEST(CompatOneCpu, ASignalAfterTheDeadlineBeforeTheWaiterRanCountsAsAWakeUp) {
         nosv_cond_t c = NOSV_COND_INITIALIZER;
         bool release_untimed = false; // guarded by m
         std::atomic<int> waiting{0}, timed_rc{-1};
-        std::atomic<uint64_t> slept_after{0};
+        std::atomic<uint64_t> slept_after{0}, deadline_ns{0};
         REQUIRE(sp.spawn([&] {
             nosv_mutex_lock(&m);
             waiting.fetch_add(1);
             timespec soon = monotonic_in(20ms);
+            deadline_ns = uint64_t(soon.tv_sec) * 1'000'000'000u + uint64_t(soon.tv_nsec);
             timed_rc = nosv_cond_timedwait(&c, &m, &soon);
             nosv_mutex_unlock(&m);
             uint64_t slept = 0;
@@ -231,8 +232,12 @@ TEST(CompatOneCpu, ASignalAfterTheDeadlineBeforeTheWaiterRanCountsAsAWakeUp) {
                 nosv_cond_wait(&c, &m);
             nosv_mutex_unlock(&m);
         }) == NOSV_SUCCESS);
+        // Both wait: the untimed one took the mutex once the timed one, in
+        // its wait, let go of it.
         REQUIRE(yield_until([&] { return waiting.load() == 2; }));
-        std::this_thread::sleep_for(80ms); // holding the CPU: the deadline passes
+        // A sleep in the OS keeps the CPU: the deadline passes meanwhile.
+        while (test::now_ns() <= deadline_ns.load())
+            std::this_thread::sleep_for(1ms);
         REQUIRE(nosv_mutex_lock(&m) == 0);
         REQUIRE(nosv_cond_signal(&c) == 0);
         REQUIRE(nosv_mutex_unlock(&m) == 0);
