@@ -1,6 +1,7 @@
 // The `coexec` command, run as a real process against real segments that
 // real demo workers (libcoexec) create.
 #include "process.hpp"
+#include "scratch_cgroup.hpp"
 
 #include "shm/layout.hpp"
 #include "shm/segment.hpp"
@@ -221,92 +222,88 @@ TEST_F(CliTest, InfoShowsTheQuantumTheSegmentWasCreatedWith) {
 
 // ---- container CPU limits, in real cgroups ----------------------------------------
 
-// A cgroup v1 directory of one controller, made for one test and removed
-// after it. Tests skip, saying why, where the machine does not allow one.
-class ScratchCgroup {
-  public:
-    ScratchCgroup(const std::string& controller, const std::string& name)
-        : dir_("/sys/fs/cgroup/" + controller + "/" + name) {
-        std::error_code ec;
-        if (!fs::exists("/sys/fs/cgroup/" + controller + "/cgroup.procs"))
-            why_ = "no cgroup v1 " + controller + " hierarchy at /sys/fs/cgroup/" + controller;
-        else if (!fs::create_directory(dir_, ec) || ec)
-            why_ = "cannot create " + dir_ + ": " + (ec ? ec.message() : "it exists");
-    }
-    ~ScratchCgroup() {
-        if (why_.empty()) rmdir(dir_.c_str()); // its members were killed and reaped first
-    }
-    ScratchCgroup(const ScratchCgroup&) = delete;
-    ScratchCgroup& operator=(const ScratchCgroup&) = delete;
-
-    // Empty when the cgroup exists; otherwise why it does not.
-    const std::string& unavailable() const { return why_; }
-    const std::string& dir() const { return dir_; }
-    bool set(const std::string& file, const std::string& value) const {
-        std::ofstream out(dir_ + "/" + file);
-        out << value << std::flush;
-        return bool(out);
-    }
-    // argv that joins this cgroup, then execs `argv`.
-    std::vector<std::string> join_then(const std::vector<std::string>& argv) const {
-        std::vector<std::string> sh{"/bin/sh", "-c",
-                                    "echo $$ > " + dir_ + "/cgroup.procs && exec \"$@\"", "sh"};
-        sh.insert(sh.end(), argv.begin(), argv.end());
-        return sh;
-    }
-
-  private:
-    std::string dir_;
-    std::string why_;
-};
-
+// Each test runs in cgroup v1 (a hierarchy per controller: older hosts,
+// hybrid setups) and in cgroup v2 (one hierarchy: current distributions
+// and their containers): it makes a real cgroup, limits it, starts a worker
+// in it and reads what coexec reports. Where the machine allows no such
+// cgroup (not root, the controller held by the other version's hierarchy,
+// a container's cgroup holding its own processes) the test skips and says
+// why.
 class CliCgroupTest : public CliTest {
   protected:
     std::string cgroup_name() const {
         return "coexec-test-" + std::to_string(getpid()) + "-" +
                ::testing::UnitTest::GetInstance()->current_test_info()->name();
     }
-    // A demo worker that creates our segment from inside `cg`.
+    // A demo worker that creates our segment from inside `cg`. Declared
+    // after `cg`, it is killed and reaped before `cg` is removed.
     std::unique_ptr<Background> start_worker_in(const ScratchCgroup& cg) const {
         return std::make_unique<Background>(
             cg.join_then({kWorker, "--seconds", "60", "--process-name", "cgroup-worker"}),
             Env{{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + name()}});
     }
+
+    void the_cpuset_bounds_the_managed_cpus(CgroupVersion version) const;
+    void a_quota_limits_how_many_cpus_run(CgroupVersion version) const;
 };
 
-TEST_F(CliCgroupTest, TheCgroupCpusetBoundsTheManagedCpus) {
-    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
-    ScratchCgroup cg("cpuset", cgroup_name());
-    if (!cg.unavailable().empty()) GTEST_SKIP() << cg.unavailable();
-    const int last = int(std::thread::hardware_concurrency()) - 1;
-    ASSERT_TRUE(cg.set("cpuset.cpus", std::to_string(last)));
-    ASSERT_TRUE(cg.set("cpuset.mems", "0"));
-    {
-        auto worker = start_worker_in(cg);
-        wait_registered(worker->pid());
-        Outcome j = cli({"info", "--json"});
-        ASSERT_EQ(j.status, 0) << j.err;
-        const json topo = json::parse(j.out)["topology"];
-        ASSERT_EQ(topo["cpus"], 1) << topo.dump();
-        EXPECT_EQ(topo["cpu_list"][0]["system_cpu"], last);
-        const std::string origin = topo["origin"];
-        EXPECT_NE(origin.find("cgroup cpuset " + std::to_string(last) + " (" + cg.dir() +
-                              "/cpuset.effective_cpus)"),
-                  std::string::npos)
-            << origin;
-        Outcome o = cli({"info"});
-        EXPECT_NE(o.out.find("cpus from    affinity mask " + std::to_string(last)),
-                  std::string::npos)
-            << o.out;
-    }
+// Limits `cg` (of the cpuset controller) to CPU `cpu`: empty, or why not.
+std::string limit_to_cpu(CgroupVersion version, const ScratchCgroup& cg, int cpu) {
+    std::string e = cg.set("cpuset.cpus", std::to_string(cpu));
+    // v1 takes no process before it has memory nodes; v2 uses the parent's.
+    if (e.empty() && version == CgroupVersion::v1) e = cg.set("cpuset.mems", "0");
+    return e;
 }
 
-TEST_F(CliCgroupTest, ACpuQuotaLimitsHowManyCpusRunCoexecThreads) {
+// The file coexec reads `cg`'s cpuset from.
+std::string cpuset_file(CgroupVersion version, const ScratchCgroup& cg) {
+    return cg.dir() +
+           (version == CgroupVersion::v1 ? "/cpuset.effective_cpus" : "/cpuset.cpus.effective");
+}
+
+// Gives `cg` (of the cpu controller) `quota` microseconds of CPU time in each 100 ms.
+std::string set_quota(CgroupVersion version, const ScratchCgroup& cg, int quota) {
+    if (version == CgroupVersion::v2) return cg.set("cpu.max", std::to_string(quota) + " 100000");
+    std::string e = cg.set("cpu.cfs_period_us", "100000");
+    return e.empty() ? cg.set("cpu.cfs_quota_us", std::to_string(quota)) : e;
+}
+
+// Where coexec says that quota comes from.
+std::string quota_origin(CgroupVersion version, const ScratchCgroup& cg, int quota) {
+    if (version == CgroupVersion::v2)
+        return "cgroup v2 " + cg.dir() + ": cpu.max " + std::to_string(quota) + " 100000";
+    return "cgroup v1 " + cg.dir() + ": cpu.cfs_quota_us " + std::to_string(quota) +
+           ", cpu.cfs_period_us 100000";
+}
+
+void CliCgroupTest::the_cpuset_bounds_the_managed_cpus(CgroupVersion version) const {
     if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
-    ScratchCgroup cg("cpu", cgroup_name());
+    ScratchCgroup cg(version, "cpuset", cgroup_name());
     if (!cg.unavailable().empty()) GTEST_SKIP() << cg.unavailable();
-    ASSERT_TRUE(cg.set("cpu.cfs_period_us", "100000"));
-    ASSERT_TRUE(cg.set("cpu.cfs_quota_us", "50000")); // half a CPU: at most 1 at once
+    const int last = int(std::thread::hardware_concurrency()) - 1;
+    ASSERT_EQ(limit_to_cpu(version, cg, last), "");
+    auto worker = start_worker_in(cg);
+    wait_registered(worker->pid());
+    Outcome j = cli({"info", "--json"});
+    ASSERT_EQ(j.status, 0) << j.err;
+    const json topo = json::parse(j.out)["topology"];
+    ASSERT_EQ(topo["cpus"], 1) << topo.dump();
+    EXPECT_EQ(topo["cpu_list"][0]["system_cpu"], last);
+    const std::string origin = topo["origin"];
+    EXPECT_NE(origin.find("cgroup cpuset " + std::to_string(last) + " (" +
+                          cpuset_file(version, cg) + ")"),
+              std::string::npos)
+        << origin;
+    Outcome o = cli({"info"});
+    EXPECT_NE(o.out.find("cpus from    affinity mask " + std::to_string(last)), std::string::npos)
+        << o.out;
+}
+
+void CliCgroupTest::a_quota_limits_how_many_cpus_run(CgroupVersion version) const {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
+    ScratchCgroup cg(version, "cpu", cgroup_name());
+    if (!cg.unavailable().empty()) GTEST_SKIP() << cg.unavailable();
+    ASSERT_EQ(set_quota(version, cg, 50000), ""); // half a CPU: at most 1 at once
     {
         auto worker = start_worker_in(cg);
         // The worker keeps tasks in flight on every CPU it may use: one.
@@ -320,16 +317,16 @@ TEST_F(CliCgroupTest, ACpuQuotaLimitsHowManyCpusRunCoexecThreads) {
         ASSERT_EQ(j.status, 0) << j.err;
         const json topo = json::parse(j.out)["topology"];
         EXPECT_EQ(topo["quota_cpus"], 1);
-        EXPECT_EQ(topo["quota_origin"],
-                  "cgroup v1 " + cg.dir() + ": cpu.cfs_quota_us 50000, cpu.cfs_period_us 100000");
+        EXPECT_EQ(topo["quota_origin"], quota_origin(version, cg, 50000));
         Outcome o = cli({"info"});
-        EXPECT_NE(o.out.find("cpu quota    1 CPU (cgroup v1 " + cg.dir()), std::string::npos)
+        EXPECT_NE(o.out.find("cpu quota    1 CPU (" + quota_origin(version, cg, 50000) + ")"),
+                  std::string::npos)
             << o.out;
         Outcome t = cli({"top", "--once"});
         EXPECT_NE(t.out.find("cgroup CPU quota 1"), std::string::npos) << t.out;
     }
     // A quota of 1.5 CPUs rounds up to 2: every CPU, and the quota shown.
-    ASSERT_TRUE(cg.set("cpu.cfs_quota_us", "150000"));
+    ASSERT_EQ(set_quota(version, cg, 150000), "");
     shm_unlink(shm_path().c_str());
     auto worker = start_worker_in(cg);
     wait_registered(worker->pid());
@@ -338,7 +335,20 @@ TEST_F(CliCgroupTest, ACpuQuotaLimitsHowManyCpusRunCoexecThreads) {
     const json topo = json::parse(j.out)["topology"];
     EXPECT_EQ(topo["quota_cpus"], 2);
     EXPECT_EQ(topo["cpus"], 2);
-    worker->kill();
+    EXPECT_EQ(topo["quota_origin"], quota_origin(version, cg, 150000));
+}
+
+TEST_F(CliCgroupTest, TheCgroupCpusetBoundsTheManagedCpusV1) {
+    the_cpuset_bounds_the_managed_cpus(CgroupVersion::v1);
+}
+TEST_F(CliCgroupTest, TheCgroupCpusetBoundsTheManagedCpusV2) {
+    the_cpuset_bounds_the_managed_cpus(CgroupVersion::v2);
+}
+TEST_F(CliCgroupTest, ACpuQuotaLimitsHowManyCpusRunCoexecThreadsV1) {
+    a_quota_limits_how_many_cpus_run(CgroupVersion::v1);
+}
+TEST_F(CliCgroupTest, ACpuQuotaLimitsHowManyCpusRunCoexecThreadsV2) {
+    a_quota_limits_how_many_cpus_run(CgroupVersion::v2);
 }
 
 // ---- reset -------------------------------------------------------------------
