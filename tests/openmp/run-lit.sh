@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs LLVM's libomp lit suite (minus the tests in lit-excluded.txt) on the
-# stock and on the re-hosted build of the same source, prints both pass counts,
-# and fails only on tests that fail re-hosted but not stock. The tests in
-# lit-by-design.txt cannot pass re-hosted: they run on the stock build only.
+# stock and on the re-hosted build of the same source, and requires the same
+# result from both, test by test. The tests in lit-by-design.txt cannot pass
+# re-hosted: they run on the stock build only. It fails when lit does not run
+# to its end on either build, when the re-hosted run has a test more or less
+# than the stock run minus lit-by-design.txt, or when any test's result
+# differs (a new failure, a test turned UNSUPPORTED, or one that passes only
+# re-hosted, which would mean the stock baseline is broken).
 #
 # Usage: run-lit.sh --lit LIT_PY --stock BUILD --rehosted BUILD
 #                   --coexec-lib-dir DIR [--segment NAME] [--report FILE] [PATH...]
@@ -57,8 +61,11 @@ python=python3
 [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3 # Debian's, with psutil
 
 # run_suite NAME BUILD [VAR=VALUE...] -- [SKIPPED_PATH...]
-# Runs the suite of one build; prints its result lines ("PASS: libomp :: x.c")
-# and keeps lit's whole output in $tmp/NAME.log.
+# Runs the suite of one build; writes its results, one "PASS: libomp :: x.c"
+# line a test, sorted by test, to $tmp/NAME and lit's whole output to
+# $tmp/NAME.log. Fails when lit did not run to its end: an exit status other
+# than 0 (all passed) or 1 (some failed), no summary, or fewer result lines
+# than the summary counts.
 run_suite() {
   local name=$1 build=$2
   shift 2
@@ -73,9 +80,20 @@ run_suite() {
   (($#)) && args+=(--filter-out "$(any_of "$@")")
   # A per-test limit needs psutil; without it a hang is caught by ctest.
   "$python" -c 'import psutil' 2>/dev/null && args+=(--timeout 300)
-  env "${envs[@]}" "$python" "$lit" "${args[@]}" "$build/runtime/test" >"$tmp/$name.log" 2>&1 || true
+  local rc=0
+  env "${envs[@]}" "$python" "$lit" "${args[@]}" "$build/runtime/test" >"$tmp/$name.log" 2>&1 || rc=$?
   grep -E '^(PASS|FAIL|XFAIL|XPASS|UNSUPPORTED|UNRESOLVED|TIMEOUT): ' "$tmp/$name.log" |
-    sed 's/ (.*)$//' || true
+    sed 's/ ([0-9]* of [0-9]*)$//' | sort -t: -k2 >"$tmp/$name"
+  if ((rc > 1)) || ! grep -q '^Testing Time: ' "$tmp/$name.log"; then
+    tail -n 30 "$tmp/$name.log" >&2
+    die "lit stopped early on the $name build (exit $rc)"
+  fi
+  # The summary's counts ("  Passed: 268"), less the tests left out by filters.
+  local summed
+  summed=$(awk '/^Testing Time: /{on=1; next} on && /^  [A-Za-z ]+: *[0-9]+$/ &&
+    !/Excluded/ {split($0, f, ":"); n += f[2]} END {print n + 0}' "$tmp/$name.log")
+  (($(wc -l <"$tmp/$name") == summed)) ||
+    die "the $name build reported $(wc -l <"$tmp/$name") results, its summary counts $summed"
 }
 
 # failure_output LOG TEST: the end of lit's report of one failed test.
@@ -87,17 +105,23 @@ failure_output() {
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "run-lit: stock build"
-run_suite stock "$stock" -- "${excluded[@]}" >"$tmp/stock"
+run_suite stock "$stock" -- "${excluded[@]}"
 echo "run-lit: re-hosted build"
 run_suite rehosted "$rehosted" LD_LIBRARY_PATH="$libdir" \
   COEXEC_CONFIG_OVERRIDE="shared_memory.name=$segment-$$" \
-  -- "${excluded[@]}" "${by_design[@]}" >"$tmp/rehosted"
+  -- "${excluded[@]}" "${by_design[@]}"
 
 count() { grep -c "^$1: " "$2" || true; }
-bad() { grep -E '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): ' "$1" | sed 's/^[A-Z]*: //' | sort -u; }
-(($(wc -l <"$tmp/stock") > 0 && $(wc -l <"$tmp/rehosted") > 0)) ||
-  die "lit ran no test (filter: ${filter:-none})"
-new_failures=$(comm -13 <(bad "$tmp/stock") <(bad "$tmp/rehosted"))
+bad() { grep -E '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): ' "$1" | sed 's/^[A-Z]*: //'; }
+[[ -s "$tmp/stock" && -s "$tmp/rehosted" ]] || die "lit ran no test (filter: ${filter:-none})"
+# What the re-hosted run must give: the stock results less lit-by-design.txt.
+if ((${#by_design[@]})); then
+  grep -v -E "$(any_of "${by_design[@]}")\$" "$tmp/stock" >"$tmp/expected" || true
+else
+  cp "$tmp/stock" "$tmp/expected"
+fi
+differences=$(diff "$tmp/expected" "$tmp/rehosted" | grep '^[<>]' |
+  sed -e 's/^< /  stock:     /' -e 's/^> /  re-hosted: /' || true)
 {
   echo "libomp lit suite: ${paths[*]:-all but lit-excluded.txt}"
   printf '%-10s %6s %6s %6s %12s\n' build tests pass fail unsupported
@@ -107,11 +131,16 @@ new_failures=$(comm -13 <(bad "$tmp/stock") <(bad "$tmp/rehosted"))
   done
   echo "failing on stock: $(bad "$tmp/stock" | tr '\n' ' ')"
   echo "not run re-hosted, by design (lit-by-design.txt): ${by_design[*]}"
-  echo "failing only re-hosted: $(echo ${new_failures:-none})"
+  if [[ -z "$differences" ]]; then
+    echo "re-hosted results: the same as stock's, test by test"
+  else
+    echo "re-hosted results that differ from stock's:"
+    echo "$differences"
+  fi
 } | tee "$report"
-[[ -z "$new_failures" ]] && exit 0
-while IFS= read -r t; do
+[[ -z "$differences" ]] && exit 0
+comm -13 <(bad "$tmp/stock" | sort) <(bad "$tmp/rehosted" | sort) | while IFS= read -r t; do
   echo "---- re-hosted output of $t"
   failure_output "$tmp/rehosted.log" "$t"
-done <<<"$new_failures"
+done
 exit 1
