@@ -541,6 +541,7 @@ TEST_F(SchedulerTest, ReleasingAPoolThreadTakesItOffThePool) {
 TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
     int32_t a = add_process();
     std::atomic<int> result{-1};
+    std::atomic<pid_t> keeper_tid{0};
     std::thread keeper;
     int32_t c, t;
     {
@@ -554,8 +555,16 @@ TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
         ASSERT_EQ(sched_->keeping_holder(c, seen), t);
         ASSERT_TRUE(sched_->take_kept(c, t, seen, w));
         // Still inside the taker's section: the thread must not come back.
-        keeper = std::thread([&, word] { result = sched_->end_keep(t, word) ? 1 : 0; });
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        keeper = std::thread([&, word] {
+            keeper_tid = ::gettid();
+            result = sched_->end_keep(t, word) ? 1 : 0;
+        });
+        // Until end_keep returns, or the keeper sleeps in the kernel: on
+        // this lock, the only place where end_keep waits.
+        EXPECT_TRUE(test::wait_until([&] {
+            return result.load() != -1 ||
+                   (keeper_tid.load() != 0 && !thread_on_cpu(::getpid(), keeper_tid.load()));
+        }));
         EXPECT_EQ(result.load(), -1) << "end_keep returned inside the taker's locked section";
     }
     keeper.join();
@@ -653,8 +662,19 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
     const int32_t other = grant_cpu(add_process(), 1);
     const uint32_t seen = seg().threads[t].word.load();
     constexpr uint64_t kLongWaitNs = 60'000'000'000ULL;
-    std::thread waiter([&] { sched_->wait_word(t, seen, kLongWaitNs); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the waiter sleeps
+    std::atomic<pid_t> waiter_tid{0};
+    std::atomic<uint64_t> waited{0};
+    std::thread waiter([&] {
+        waiter_tid = ::gettid();
+        const uint64_t start = now_ns();
+        sched_->wait_word(t, seen, kLongWaitNs);
+        waited = now_ns() - start;
+    });
+    // The waiter announced its sleep and sleeps in the kernel.
+    EXPECT_TRUE(test::wait_until([&] {
+        return (seg().threads[t].word.load() & ThreadWord::kSleeper) != 0 &&
+               !thread_on_cpu(::getpid(), waiter_tid.load());
+    }));
     // A grant to `t`, published as publish_grant() does, whose wake does not
     // fit in a list full of another thread's wakes.
     seg().threads[t].grant.store(0, std::memory_order_release);
@@ -664,11 +684,11 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
         w.add(other);
     w.add(t);
     EXPECT_FALSE(w.empty());
-    const uint64_t start = now_ns();
     w.flush(seg());
     EXPECT_TRUE(w.empty());
     waiter.join();
-    EXPECT_LT(now_ns() - start, kLongWaitNs / 4) << "the grantee slept through its grant";
+    // Only a wake ends the wait before its timeout.
+    EXPECT_LT(waited.load(), kLongWaitNs) << "the grantee slept through its grant";
     EXPECT_EQ(sched_->take_grant(t), 0);
 }
 
