@@ -130,17 +130,45 @@ class Tasks {
     std::vector<nosv_task_t> tasks_;
 };
 
+// An instance managing one CPU, for tests that check that something did not
+// happen: the CPU's turns show it would have (let_the_cpu_turn()).
+constexpr const char* kOneCpu = "topology.binding=0";
+
+std::atomic<int> g_turns{0};
+
+// Runs a task on the only CPU of a kOneCpu instance and waits for it, twice.
+// Whatever was ready there, or was made ready while the CPU finished the
+// work it had, runs before the second task: a check that nothing ran counts
+// these turns instead of waiting for a time.
+void let_the_cpu_turn() {
+    nosv_task_type_t type = nullptr;
+    ASSERT_EQ(nosv_type_init(
+                  &type, [](nosv_task_t) {}, nullptr, [](nosv_task_t) { g_turns.fetch_add(1); },
+                  "turn", nullptr, nullptr, 0),
+              NOSV_SUCCESS);
+    for (int i = 0; i < 2; ++i) {
+        nosv_task_t t = nullptr;
+        ASSERT_EQ(nosv_create(&t, type, 0, 0), NOSV_SUCCESS);
+        const int before = g_turns.load();
+        ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
+        ASSERT_TRUE(wait_until([&] { return g_turns.load() > before; }));
+        // Its completed callback may still be returning.
+        ASSERT_TRUE(wait_until([&] { return nosv_destroy(t, 0) == NOSV_SUCCESS; }));
+    }
+    EXPECT_EQ(nosv_type_destroy(type, 0), NOSV_SUCCESS);
+}
+
 // ---- nosv_suspend ---------------------------------------------------------
 
 // NONE: the body returns, the task neither ends nor completes, and nothing
 // runs it again until a nosv_submit, which runs the body from the start.
 TEST(Suspend, NoneWaitsForAnExplicitSubmit) {
-    Instance in("", /*attach=*/false);
+    Instance in(kOneCpu, /*attach=*/false);
     Tasks tasks;
     nosv_task_t t = tasks.make("a", 1, NOSV_SUSPEND_MODE_NONE, 0);
     ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return meta(t)->suspended_at.load() != 0; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    let_the_cpu_turn();
     EXPECT_EQ(meta(t)->runs.load(), 1);
     EXPECT_EQ(meta(t)->ends.load(), 0) << "a suspended body has not ended";
     EXPECT_EQ(meta(t)->completed.load(), 0);
@@ -153,18 +181,23 @@ TEST(Suspend, NoneWaitsForAnExplicitSubmit) {
 // As in nOS-V, a suspended task may be destroyed without being resumed; a
 // pending timer is cancelled with it (a late one would run a freed task:
 // the body count, kept outside the task, says it did not, and ASan would
-// see it).
+// see it). A witness suspended after it with the same timeout tells when
+// its deadline has passed: timers fire in deadline order.
 TEST(Suspend, ASuspendedTaskMayBeDestroyed) {
-    constexpr uint64_t timeout = 300'000'000;
-    Instance in("", /*attach=*/false);
+    // Far beyond the moment of the destroy (at once), which must beat it.
+    constexpr uint64_t timeout = 1'000'000'000;
+    Instance in(kOneCpu, /*attach=*/false);
     Log log;
     Tasks tasks;
     nosv_task_t none = tasks.make("n", 1, NOSV_SUSPEND_MODE_NONE, 0, &log);
     nosv_task_t timed = tasks.make("t", 1, NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT, timeout, &log);
+    nosv_task_t witness = tasks.make("w", 1, NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT, timeout, &log);
     ASSERT_EQ(nosv_submit(none, 0), NOSV_SUCCESS);
     ASSERT_EQ(nosv_submit(timed, 0), NOSV_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return meta(timed)->suspended_at.load() != 0; }));
     const uint64_t suspended = meta(timed)->suspended_at.load();
+    // On the one CPU it runs once `timed` is suspended: its timer is due later.
+    ASSERT_EQ(nosv_submit(witness, 0), NOSV_SUCCESS);
     ASSERT_TRUE(tasks.destroy_suspended(timed));
     // Only meaningful if the destroy beat the timer; a machine that stalled
     // this long says so rather than passing.
@@ -173,8 +206,12 @@ TEST(Suspend, ASuspendedTaskMayBeDestroyed) {
     EXPECT_EQ(meta(none)->ends.load(), 0);
     EXPECT_EQ(meta(none)->completed.load(), 0);
     ASSERT_TRUE(tasks.destroy_suspended(none));
-    std::this_thread::sleep_for(std::chrono::nanoseconds(2 * timeout));
-    EXPECT_EQ(log.size(), 2u) << "a destroyed task ran again";
+    // The witness's timer fired after the destroyed task's deadline; a late
+    // run of that task was made ready by then, and runs within these turns.
+    ASSERT_TRUE(wait_until([&] { return meta(witness)->completed.load() == 1; }));
+    let_the_cpu_turn();
+    EXPECT_EQ(log.get(), (std::vector<std::string>{"n1", "t1", "w1", "w2"}))
+        << "a destroyed task ran again";
 }
 
 // A submit that reaches the task while its body still runs is not lost:
@@ -243,35 +280,44 @@ TEST(Suspend, TimeoutSubmitResumesAfterTheTimeout) {
 }
 
 // A submit before the timeout resumes the task early; the timer then does
-// nothing (the task completes and is freed: ASan would see a late timer).
+// nothing (the task completes and is freed: ASan would see a late timer). A
+// witness suspended after it with the same timeout tells when its deadline
+// has passed: timers fire in deadline order.
 TEST(Suspend, ASubmitBeforeTheTimeoutResumesEarly) {
-    Instance in("", /*attach=*/false);
+    // Far beyond the moment of the early submit (at once).
+    constexpr uint64_t timeout = 1'000'000'000;
+    Instance in(kOneCpu, /*attach=*/false);
+    Tasks witnesses;
+    nosv_task_t witness = witnesses.make("w", 1, NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT, timeout);
     {
         Tasks tasks;
-        nosv_task_t t = tasks.make("a", 1, NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT, 400'000'000);
+        nosv_task_t t = tasks.make("a", 1, NOSV_SUSPEND_MODE_TIMEOUT_SUBMIT, timeout);
         ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
         ASSERT_TRUE(wait_until([&] { return meta(t)->suspended_at.load() != 0; }));
+        // On the one CPU it runs once `t` is suspended: its timer is due later.
+        ASSERT_EQ(nosv_submit(witness, 0), NOSV_SUCCESS);
         ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
         ASSERT_TRUE(wait_until([&] { return meta(t)->completed.load() == 1; }));
-        EXPECT_LT(meta(t)->resumed_at.load() - meta(t)->suspended_at.load(), 300'000'000u);
-    } // destroyed here, long before the timer's deadline
-    std::this_thread::sleep_for(std::chrono::milliseconds(450));
+        // The timer cannot have resumed it before its deadline.
+        EXPECT_LT(meta(t)->resumed_at.load() - meta(t)->suspended_at.load(), timeout);
+    } // destroyed here, before the timer's deadline
+    ASSERT_TRUE(wait_until([&] { return meta(witness)->completed.load() == 1; }));
 }
 
 // EVENT_SUBMIT: resumed only once the last pending event is decreased (by
 // a thread that is not a task), and at once when none is pending.
 TEST(Suspend, EventSubmitResumesWhenTheEventsReachZero) {
-    Instance in("", /*attach=*/false);
+    Instance in(kOneCpu, /*attach=*/false);
     Tasks tasks;
     nosv_task_t t = tasks.make("a", 1, NOSV_SUSPEND_MODE_EVENT_SUBMIT, 0);
     meta(t)->events = 2;
     ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return meta(t)->suspended_at.load() != 0; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    let_the_cpu_turn();
     EXPECT_EQ(meta(t)->runs.load(), 1);
     EXPECT_EQ(nosv_submit(t, 0), NOSV_ERR_INVALID_OPERATION) << "its events are pending";
     ASSERT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    let_the_cpu_turn();
     EXPECT_EQ(meta(t)->runs.load(), 1) << "one event is still pending";
     ASSERT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return meta(t)->completed.load() == 1; }));
@@ -286,13 +332,13 @@ TEST(Suspend, EventSubmitResumesWhenTheEventsReachZero) {
 // Events added before a suspension under another mode stay pending across
 // the runs: the task completes only once they are gone.
 TEST(Suspend, EventsPendingAcrossRunsDelayCompletion) {
-    Instance in("", /*attach=*/false);
+    Instance in(kOneCpu, /*attach=*/false);
     Tasks tasks;
     nosv_task_t t = tasks.make("a", 1, NOSV_SUSPEND_MODE_SUBMIT, 1);
     meta(t)->events = 1;
     ASSERT_EQ(nosv_submit(t, 0), NOSV_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return meta(t)->ends.load() == 1; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    let_the_cpu_turn();
     EXPECT_EQ(meta(t)->completed.load(), 0);
     ASSERT_EQ(nosv_decrease_event_counter(t, 1), NOSV_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return meta(t)->completed.load() == 1; }));
@@ -590,19 +636,19 @@ void events_body(void* arg) {
 // A task's completion (and its callback) waits until every event it added
 // is decreased, whoever decreases them; decreasing more is refused.
 TEST(Alpi, EventsDelayCompletionUntilZero) {
-    Instance in("", /*attach=*/false);
+    Instance in(kOneCpu, /*attach=*/false);
     Shared s;
     ASSERT_EQ(alpi_task_spawn(events_body, &s, count_completion, &s, "events", nullptr),
               ALPI_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return s.body_done.load(); }));
     EXPECT_EQ(s.has_events.load(), 1u);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    let_the_cpu_turn();
     EXPECT_EQ(s.completions.load(), 0) << "two events pending";
     alpi_task* t = s.blocked.load();
     EXPECT_EQ(alpi_task_events_decrease(t, 3), ALPI_ERR_PARAMETER) << "only two are pending";
     EXPECT_EQ(alpi_task_events_decrease(t, 0), ALPI_SUCCESS);
     ASSERT_EQ(alpi_task_events_decrease(t, 1), ALPI_SUCCESS);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    let_the_cpu_turn();
     EXPECT_EQ(s.completions.load(), 0) << "one event pending";
     std::thread plain([&] { EXPECT_EQ(alpi_task_events_decrease(t, 1), ALPI_SUCCESS); });
     plain.join();
@@ -663,7 +709,7 @@ void alpi_suspending_body(void* arg) {
 // ALPI's suspend: mode NONE is resumed by alpi_task_unblock; EVENT_SUBMIT by
 // the last event (here decreased before the body even returned).
 TEST(Alpi, SuspendAndUnblock) {
-    Instance in("", /*attach=*/false);
+    Instance in(kOneCpu, /*attach=*/false);
     SuspendingSpawn s;
     ASSERT_EQ(alpi_task_spawn(
                   alpi_suspending_body, &s,
@@ -671,7 +717,7 @@ TEST(Alpi, SuspendAndUnblock) {
                   "suspends", nullptr),
               ALPI_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return s.task.load() != nullptr; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    let_the_cpu_turn();
     EXPECT_EQ(s.runs.load(), 1);
     ASSERT_EQ(alpi_task_unblock(s.task.load()), ALPI_SUCCESS);
     ASSERT_TRUE(wait_until([&] { return s.completions.load() == 1; }));
