@@ -195,8 +195,15 @@ TEST(CppApi, AWaitInAParallelExecutionThrowsAndLeavesNoStraySubmit) {
     *static_cast<ParallelWaits**>(nosv_get_task_metadata(t)) = &w;
     nosv_set_task_degree(t, 2);
     ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_BLOCKING), NOSV_SUCCESS);
-    // A stray submit would run the task again, on its own.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // A stray submit would run the task again, on its own: it came before
+    // these plain tasks, which run one after the other, so it is taken
+    // before them.
+    coexec::task_type turn("turn");
+    for (int i = 0; i < 2; ++i) {
+        coexec::task later(turn, [] {});
+        later.submit();
+        later.wait();
+    }
     EXPECT_EQ(w.executions.load(), 2);
     EXPECT_EQ(w.threw.load(), 1);
     EXPECT_EQ(w.other_errors.load(), 0);
