@@ -129,12 +129,15 @@ TEST(TraceRing, ConcurrentWritersInProcesses) {
         reader.poll(board->ring, test::now_ns(), got);
     for (pid_t k : kids)
         EXPECT_EQ(test::wait_child(k), 0);
-    // Records dropped by a writer stay pending until the reader gives up.
+    // Records dropped by a writer stay pending until the reader gives up,
+    // one after the other: however many there are, the position moves.
     const uint64_t total = kWriters * kEach;
-    for (int i = 0; i < 100 && reader.position() < total; ++i) {
-        reader.poll(board->ring, test::now_ns(), got);
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    EXPECT_TRUE(test::wait_while_moving(
+        [&] {
+            reader.poll(board->ring, test::now_ns(), got);
+            return reader.position() >= total;
+        },
+        [&] { return reader.position(); }));
     EXPECT_EQ(reader.position(), total);
     EXPECT_EQ(got.size() + reader.lost(), total);
     EXPECT_GE(reader.lost(), board->dropped.load());
