@@ -159,16 +159,26 @@ CpuRecord read_cpus(const shm::Segment& s) {
     return r;
 }
 
-// Maps the segment once the forked children have created it (within about
-// a second); an empty mapping if they did not.
+// Maps the segment once the forked children have created it; an empty
+// mapping if they did not within test::kPatience.
 shm::SegmentMapping map_when_created(const test::ScopedSegment& seg) {
     shm::SegmentMapping map;
-    for (int i = 0; i < 200 && !map; ++i) {
+    test::wait_until([&] {
         shm::SegmentError e;
         map = shm::SegmentMapping::open(seg.options(), e);
-        if (!map) std::this_thread::sleep_for(5ms);
-    }
+        return bool(map);
+    });
     return map;
+}
+
+// Whether every child in `kids` has exited (left for wait_child() to reap).
+bool all_exited(const std::vector<pid_t>& kids) {
+    for (pid_t k : kids) {
+        siginfo_t info{};
+        if (::waitid(P_PID, id_t(k), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != k)
+            return false;
+    }
+    return true;
 }
 
 } // namespace
@@ -185,8 +195,10 @@ TEST(MultiProcess, NoThreadIsRecordedOnTwoCpus) {
     ASSERT_TRUE(map);
     const shm::Segment& s = *map.get();
     long agreed = 0, doubled = 0;
-    auto end = std::chrono::steady_clock::now() + 1400ms;
-    while (std::chrono::steady_clock::now() < end) {
+    // Sampled for as long as the children run, and at least 1000 times
+    // (children that hang are killed below).
+    const auto give_up = std::chrono::steady_clock::now() + kMaxRun;
+    while ((!all_exited(kids) || agreed <= 1000) && std::chrono::steady_clock::now() < give_up) {
         CpuRecord r = read_cpus(s);
         if (!(read_cpus(s) == r)) continue;
         ++agreed;
@@ -216,18 +228,10 @@ TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
     ASSERT_TRUE(map);
     scheduler::SharedScheduler sched(*map.get());
     long sampled = 0, running_seen = 0;
-    // Sampled while the children run, at least 1.2 s.
-    auto end = std::chrono::steady_clock::now() + 1200ms;
-    auto children_done = [&] {
-        for (pid_t k : kids) {
-            siginfo_t info{}; // exited, left for wait_child() to reap
-            if (::waitid(P_PID, id_t(k), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-                info.si_pid != k)
-                return false;
-        }
-        return true;
-    };
-    while (std::chrono::steady_clock::now() < end || !children_done()) {
+    // Sampled for as long as the children run, and at least 100 times
+    // (children that hang are killed below).
+    const auto give_up = std::chrono::steady_clock::now() + 2 * kMaxRun;
+    while ((!all_exited(kids) || sampled <= 100) && std::chrono::steady_clock::now() < give_up) {
         {
             // The lock only while sampling: held through the sleep below, it
             // left the children the gaps between two samples to take it in.
