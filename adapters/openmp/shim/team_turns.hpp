@@ -58,11 +58,16 @@ class RegionShares {
         if (forked_at_ == 0) return;
         const unsigned long share = now_ns() - forked_at_;
         forked_at_ = 0;
-        if (team != team_) average_ = share; // a new team starts afresh
+        // About the last eight regions, each counted as at most twice the
+        // threshold: one slow region (the kernel ran another program in the
+        // middle of it, a vCPU had idled) raises the average by a quarter of
+        // the threshold at most, so it ends no turn of shares that average
+        // below three quarters of it; shares that are all long still
+        // average above the threshold.
+        const unsigned long sample = share < 2 * kShortShareNs ? share : 2 * kShortShareNs;
+        if (team != team_) average_ = sample; // a new team starts afresh
         team_ = team;
-        // About the last eight regions: one slow region (a preemption, a
-        // vCPU that had idled) does not end a turn.
-        average_ = average_ - average_ / 8 + share / 8;
+        average_ = average_ - average_ / 8 + sample / 8;
     }
 
     // Whether the shares are short, if the caller is the primary of `team`.
