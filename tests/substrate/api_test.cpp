@@ -439,10 +439,10 @@ TEST(Api, WaitforSleepsWithoutACpuAndDeadlineWakeEndsItEarly) {
     uint64_t actual = 0;
     ASSERT_EQ(nosv_waitfor(20'000'000, &actual), NOSV_SUCCESS);
     EXPECT_GE(actual, 20'000'000u);
-    // A second thread wakes us long before a 10 s deadline.
+    // A second thread wakes us, asleep, long before a 10 s deadline.
     nosv_task_t self = in.main();
-    std::thread waker([self] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::thread waker([self, tid = ::gettid()] {
+        EXPECT_TRUE(test::wait_until_asleep(tid));
         EXPECT_EQ(nosv_submit(self, NOSV_SUBMIT_DEADLINE_WAKE), NOSV_SUCCESS);
     });
     ASSERT_EQ(nosv_waitfor(10'000'000'000ULL, &actual), NOSV_SUCCESS);

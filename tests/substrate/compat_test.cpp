@@ -503,14 +503,16 @@ TEST(Compat, CondTimedwaitTimesOutOrEndsEarlyOnASignal) {
         pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
         // A plain thread: signalling needs no task context; with the nosv
         // mutex it attaches to lock it.
-        std::thread signaller([&] {
+        std::thread signaller([&, waiter_tid = ::gettid()] {
             nosv_task_t self = nullptr;
             if (!pthread_variant) {
                 ASSERT_EQ(nosv_attach(&self, nullptr, "signaller", NOSV_ATTACH_NONE), NOSV_SUCCESS);
             }
             while (!waiting.load())
                 std::this_thread::sleep_for(1ms);
-            std::this_thread::sleep_for(30ms);
+            // Signalled while it sleeps (the mutex alone would order the
+            // signal after the wait began, asleep or not).
+            EXPECT_TRUE(test::wait_until_asleep(waiter_tid));
             if (pthread_variant)
                 pthread_mutex_lock(&pm);
             else

@@ -2,6 +2,7 @@
 // children with deadlines, and memory shared with them.
 #pragma once
 
+#include "shm/liveness.hpp"
 #include "shm/segment.hpp"
 
 #include <gtest/gtest.h>
@@ -180,6 +181,12 @@ bool wait_until(Done done) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     return true;
+}
+
+// Waits, from outside any task, until thread `tid` of this process sleeps
+// in the kernel (it is neither running nor runnable), or kPatience passed.
+inline bool wait_until_asleep(pid_t tid) {
+    return wait_until([tid] { return !shm::thread_on_cpu(::getpid(), tid); });
 }
 
 // Waits, from outside any task, until `done()`, or until `progress()` (a
