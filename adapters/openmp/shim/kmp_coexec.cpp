@@ -372,7 +372,7 @@ void __kmp_coexec_region_begin(bool eligible) {
     if (!__kmp_coexec_on() || !eligible) return;
     if (slot.role() == Role::none) slot.enter(Role::root);
     if (slot.role() == Role::root && slot.depth()++ == 0) slot.retake();
-    if (slot.holds_cpu()) slot.shares().forked();
+    if (slot.holds_cpu()) slot.shares().forked(coexec_omp::now_ns());
 }
 
 void __kmp_coexec_region_end() {
@@ -412,7 +412,8 @@ void __kmp_coexec_wake(void* sleeper, const void* team) {
     // handle under libomp's suspend mutex, which the caller holds.
     const ThreadSlot& target = *static_cast<const ThreadSlot*>(sleeper);
     ThreadSlot::Inside inside(slot);
-    const bool first = Process::get().turns().woken(team, slot.shares().of(team));
+    const bool first =
+        Process::get().turns().woken(team, slot.shares().of(team), coexec_omp::now_ns());
     // The task is paused or pausing, in no queue: the priority applies from
     // this submit on.
     if (target.owns_task()) nosv_set_task_priority(target.task(), first ? 1 : 0);
@@ -421,7 +422,7 @@ void __kmp_coexec_wake(void* sleeper, const void* team) {
 
 void __kmp_coexec_wait_begins(int (*team_on_cpus)(void*), void* thr, const void* team) {
     slot.wait().begins(team_on_cpus, thr, team);
-    slot.shares().waits(team);
+    if (slot.shares().measuring()) slot.shares().waits(team, coexec_omp::now_ns());
     // A team that shares one CPU finds its teammate queued there at every
     // wait. Spinning up to kProbeEvery times before the first probe made a
     // barrier of two threads on one CPU 12 % slower; one more probe per
@@ -435,8 +436,12 @@ void __kmp_coexec_wait_ends() {
 
 namespace {
 // Whether a waiting thread keeps its CPU from `wanted` (see TeamTurns).
+// Asked only while someone wants the CPU, where a wait that does not keep
+// it sleeps or yields by its next probe: far dearer than the clock read.
 bool keeps_cpu(int wanted) {
-    return slot.wait().keeps_cpu(wanted, Process::get().turns().has_turn(slot.wait().team()));
+    const unsigned long now = coexec_omp::now_ns();
+    TeamWait& wait = slot.wait();
+    return wait.keeps_cpu(wanted, Process::get().turns().has_turn(wait.team(), now), now);
 }
 } // namespace
 

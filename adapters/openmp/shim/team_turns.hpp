@@ -9,6 +9,11 @@
 // team runs, so the other teams' waits hand their CPUs to it. Work of
 // another process still gets a CPU at once, and a team alone never has the
 // turn.
+//
+// The decisions below are functions of the times their callers pass (the
+// shim passes now_ns()), so tests/openmp/team_turns_test.cpp checks them
+// step by step; what they gain is measured by benchmarks/openmp/omp_bench.py
+// (coexec-omp+tbb against coexec-no-turns).
 #pragma once
 
 #include "mutex_lock.hpp"
@@ -48,15 +53,21 @@ enum class Shares { unknown, short_ones, long_ones };
 
 // How long a thread's own share of the regions it forks takes: from the
 // fork to its first wait (the end of its worksharing, or the join). Only
-// its own thread touches it.
+// its own thread touches it. Times are now_ns() values, above 0.
 class RegionShares {
   public:
-    void forked() { forked_at_ = now_ns(); }
+    // The thread forks a region at `now`.
+    void forked(unsigned long now) { forked_at_ = now; }
 
-    // A wait in `team` begins; the first after a fork ends the share.
-    void waits(const void* team) {
+    // Whether a fork awaits its first wait, which then needs the time: the
+    // waits of a thread that forks nothing (a worker) read no clock.
+    bool measuring() const { return forked_at_ != 0; }
+
+    // A wait in `team` begins at `now`; the first after a fork ends the
+    // share.
+    void waits(const void* team, unsigned long now) {
         if (forked_at_ == 0) return;
-        const unsigned long share = now_ns() - forked_at_;
+        const unsigned long share = now - forked_at_;
         forked_at_ = 0;
         // About the last eight regions, each counted as at most twice the
         // threshold: one slow region (the kernel ran another program in the
@@ -93,16 +104,16 @@ class TeamTurns {
         length_ = length_ns;
     }
 
-    // A thread of `team` is woken: returns whether the team has the turn
-    // while other teams contend. A team whose primary forks short regions
-    // takes the turn when no other team has it; when its own turn is over,
-    // or its regions grew long, it lets another team take the next one.
-    bool woken(const void* team, Shares shares) {
+    // A thread of `team` is woken at `now`: returns whether the team has
+    // the turn while other teams contend. A team whose primary forks short
+    // regions takes the turn when no other team has it; when its own turn
+    // is over, or its regions grew long, it lets another team take the next
+    // one.
+    bool woken(const void* team, Shares shares, unsigned long now) {
         if (!on_ || team == nullptr) return false;
-        const unsigned long now = now_ns();
         MutexLock lock(mutex_);
         const void* owner = owner_.load(std::memory_order_relaxed);
-        const bool over = now - since_.load(std::memory_order_relaxed) >= length_;
+        const bool over = elapsed(now) >= length_;
         const bool contended = now < contended_until_.load(std::memory_order_relaxed);
         if (owner == team) {
             if (!over && shares != Shares::long_ones) return contended;
@@ -127,18 +138,23 @@ class TeamTurns {
         return contended || taken_over;
     }
 
-    // Whether `team` has the turn while other teams contend for the CPUs.
-    // Relaxed reads of fields that woken() writes under the mutex, for spin
-    // loops: a stale answer keeps or gives the CPU for one more probe, and
-    // every decision it feeds is a hint (who spins, who sleeps).
-    bool has_turn(const void* team) const {
+    // Whether `team` has the turn at `now` while other teams contend for
+    // the CPUs. Relaxed reads of fields that woken() writes under the mutex,
+    // for spin loops: a stale answer keeps or gives the CPU for one more
+    // probe, and every decision it feeds is a hint (who spins, who sleeps).
+    bool has_turn(const void* team, unsigned long now) const {
         if (team == nullptr || owner_.load(std::memory_order_relaxed) != team) return false;
-        const unsigned long now = now_ns();
-        return now < contended_until_.load(std::memory_order_relaxed) &&
-               now - since_.load(std::memory_order_relaxed) < length_;
+        return now < contended_until_.load(std::memory_order_relaxed) && elapsed(now) < length_;
     }
 
   private:
+    // How long the turn has run (or, with no owner, since it ended) at
+    // `now`; 0 for a time read before another thread started or ended it.
+    unsigned long elapsed(unsigned long now) const {
+        const unsigned long since = since_.load(std::memory_order_relaxed);
+        return now > since ? now - since : 0;
+    }
+
     pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
     bool on_ = false;
     unsigned long length_ = 20'000'000;
@@ -162,14 +178,14 @@ class TeamWait {
     void ends() { begins(nullptr, nullptr, nullptr); }
     const void* team() const { return team_; }
 
-    // Whether the wait keeps its CPU although `wanted` (coexec_cpu_wanted())
-    // is nonzero: only from its own process's work, only while its team has
-    // the turn, and only while every teammate it waits for holds a CPU or,
-    // for the next region, for kNextRegionNs.
-    bool keeps_cpu(int wanted, bool has_turn) {
+    // Whether the wait keeps its CPU at `now` although `wanted`
+    // (coexec_cpu_wanted()) is nonzero: only from its own process's work,
+    // only while its team has the turn, and only while every teammate it
+    // waits for holds a CPU or, for the next region, for kNextRegionNs from
+    // the first time it was asked.
+    bool keeps_cpu(int wanted, bool has_turn, unsigned long now) {
         if ((wanted & COEXEC_CPU_WANTED_ELSEWHERE) || !has_turn) return false;
         if (team_on_cpus_ != nullptr) return team_on_cpus_(thr_) != 0;
-        const unsigned long now = now_ns();
         if (next_region_since_ == 0) next_region_since_ = now;
         return now - next_region_since_ < kNextRegionNs;
     }
