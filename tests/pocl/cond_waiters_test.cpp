@@ -3,6 +3,7 @@
 // wake whom they should, and submits that other code banked for the task
 // survive the wait.
 #include "adapters/pocl/src/cond_waiters.hpp"
+#include "core/task.hpp"
 #include "tests/substrate/support.hpp"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,6 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -31,25 +31,44 @@ void signal_all(pthread_cond_t* cond) {
     pthread_cond_broadcast(cond);
 }
 
+// Whether `task` is paused in nosv_pause with no submit banked for it, so
+// that only a submit can resume it. The public API has no such query; the
+// task's status word (core/task_status.hpp) tells.
+bool parked(nosv_task_t task) {
+    return task != nullptr && task->status.state() == coexec::core::TaskState::Paused;
+}
+
 // A counter guarded by a mutex, with a condition variable, as PoCL keeps
 // its queues and events.
 struct Gate {
     pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
     int tickets = 0;
+    int waiting = 0; // takers inside a wait, which they entered holding `mutex`
 
     // Waits for a ticket and takes it; `coexec` picks CondWaiters, else the
     // real condvar.
     void take(bool coexec) {
         pthread_mutex_lock(&mutex);
+        ++waiting;
         while (tickets == 0) {
             if (coexec)
                 CondWaiters::instance().wait(&cond, &mutex);
             else
                 pthread_cond_wait(&cond, &mutex);
         }
+        --waiting;
         --tickets;
         pthread_mutex_unlock(&mutex);
+    }
+    // How many takers wait. Seen under `mutex`, a count includes only those
+    // that let go of it inside their wait: registered with CondWaiters, or
+    // queued in the real condvar, so that a signal from now on reaches them.
+    int waiters() {
+        pthread_mutex_lock(&mutex);
+        const int n = waiting;
+        pthread_mutex_unlock(&mutex);
+        return n;
     }
     void give(int n, bool all) {
         pthread_mutex_lock(&mutex);
@@ -118,6 +137,7 @@ TEST(CondWaiters, APingPongLosesNoWakeUp) {
 
 // A signal lets one waiter through, a broadcast all of them; waiters in the
 // real condvar (threads outside coexec) share the same condition variable.
+// Every one of them waits before the first signal.
 TEST(CondWaiters, SignalAndBroadcastReachEveryKindOfWaiter) {
     Instance instance("", /*attach=*/false);
     Gate gate;
@@ -134,6 +154,7 @@ TEST(CondWaiters, SignalAndBroadcastReachEveryKindOfWaiter) {
             through.fetch_add(1);
         });
     }
+    EXPECT_TRUE(wait_until([&] { return gate.waiters() == 6; })) << gate.waiters() << " waiting";
     gate.give(1, false);
     EXPECT_TRUE(wait_until([&] { return through.load() == 1; }));
     gate.give(2, false);
@@ -152,31 +173,35 @@ TEST(CondWaiters, SignalAndBroadcastReachEveryKindOfWaiter) {
 // next pause after the wait: the wait neither eats it nor adds one.
 TEST(CondWaiters, ASubmitBankedBeforeTheWaitSurvivesIt) {
     Instance instance("", /*attach=*/false);
-    Gate gate;
-    std::atomic<bool> waiting{false}, rescued{false}, paused_once{false};
+    Gate gate, release;
+    std::atomic<bool> paused_once{false}, paused_twice{false};
     CoexecThread waiter([&] {
         ASSERT_EQ(nosv_submit(nosv_self(), NOSV_SUBMIT_NONE), NOSV_SUCCESS); // banked
-        waiting.store(true);
         gate.take(true);
         // The banked submit pays for this pause...
         ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
         paused_once.store(true);
-        // ...and nothing else is banked: this one waits for the rescue.
+        // ...and nothing else is banked: this one waits for the test's submit.
         ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+        paused_twice.store(true);
+        // Keeps the task alive until the test has looked at it (a wait here
+        // ends only when woken, whatever is banked).
+        release.take(true);
     });
-    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
+    // The wait's first pause spent the banked submit, its second one parked.
+    EXPECT_TRUE(wait_until([&] { return parked(waiter.task()); })) << "the wait never paused";
     gate.give(1, false);
-    // A pause that the banked submit no longer pays for would stop here.
+    // A pause that the banked submit no longer pays for would park here.
     const bool first_returned = wait_until([&] { return paused_once.load(); });
     EXPECT_TRUE(first_returned) << "the wait ate the banked submit";
-    if (!first_returned) {
-        rescued.store(true);
-        nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
-    }
-    // The second pause must really wait: give it time to return wrongly.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    EXPECT_FALSE(waiter.done()) << "the wait left an extra submit banked";
-    nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
+    if (!first_returned) nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
+    // The wake made the task ready, so it parks next in the second pause;
+    // an extra submit that the wait left banked would pay for that one, and
+    // the task would park in the release wait instead.
+    EXPECT_TRUE(wait_until([&] { return parked(waiter.task()); }));
+    EXPECT_FALSE(paused_twice.load()) << "the wait left an extra submit banked";
+    if (!paused_twice.load()) nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
+    release.give(1, false);
     ASSERT_TRUE(wait_until([&] { return waiter.done(); }));
 }
 
@@ -184,31 +209,44 @@ TEST(CondWaiters, ASubmitBankedBeforeTheWaitSurvivesIt) {
 // it; they stay banked for later pauses, one each.
 TEST(CondWaiters, StraySubmitsDuringTheWaitStayBanked) {
     Instance instance("", /*attach=*/false);
-    Gate gate;
-    std::atomic<bool> waiting{false}, through{false};
+    Gate gate, release;
+    std::atomic<bool> through{false};
     std::atomic<int> later_pauses{0};
     CoexecThread waiter([&] {
-        waiting.store(true);
-        gate.take(true);
+        // One wait, without the usual loop on a predicate: only a wake-up
+        // may end it.
+        pthread_mutex_lock(&gate.mutex);
+        CondWaiters::instance().wait(&gate.cond, &gate.mutex);
+        pthread_mutex_unlock(&gate.mutex);
         through.store(true);
         for (int i = 0; i < 2; ++i) {
             ASSERT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
             later_pauses.fetch_add(1);
         }
+        // Keeps the task alive until the test has looked at it.
+        release.take(true);
     });
-    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // let it pause
+    // Parked in the wait: its only pause before `through`.
+    EXPECT_TRUE(wait_until([&] { return parked(waiter.task()); })) << "the wait never paused";
     ASSERT_EQ(nosv_submit(waiter.task(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
     ASSERT_EQ(nosv_submit(waiter.task(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The first stray made the task ready and the second is banked: the task
+    // parks again only once both are spent, in the wait unless one ended it.
+    EXPECT_TRUE(wait_until([&] { return through.load() || parked(waiter.task()); }))
+        << "the task never parked again";
     EXPECT_FALSE(through.load()) << "a stray submit ended the wait";
-    gate.give(1, false);
-    const bool done = wait_until([&] { return waiter.done(); });
-    EXPECT_TRUE(done) << "the strays were not banked: " << later_pauses.load() << " of 2 pauses";
+    // A signal finds it registered still.
+    EXPECT_EQ(CondWaiters::instance().wake(&gate.cond, false), 1);
+    // The wake made the task ready; the two strays, banked again, pay for
+    // the two later pauses, and it parks next in the release wait. A stray
+    // the wait lost would leave it parked in a later pause.
+    EXPECT_TRUE(wait_until([&] { return parked(waiter.task()); }));
+    EXPECT_EQ(later_pauses.load(), 2) << "the strays were not banked";
     // After that failure, end the waiter's pauses so that the test ends.
-    for (int i = later_pauses.load(); !done && i < 2; ++i)
+    for (int i = later_pauses.load(); i < 2; ++i)
         nosv_submit(waiter.task(), NOSV_SUBMIT_NONE);
-    EXPECT_EQ(later_pauses.load(), 2);
+    release.give(1, false);
+    ASSERT_TRUE(wait_until([&] { return waiter.done(); }));
 }
 
 // A process forked while a waiter is registered (Python's multiprocessing
@@ -217,13 +255,9 @@ TEST(CondWaiters, StraySubmitsDuringTheWaitStayBanked) {
 TEST(CondWaiters, AForkedChildHasNoWaiters) {
     Instance instance("", /*attach=*/false);
     Gate gate;
-    std::atomic<bool> waiting{false};
-    CoexecThread waiter([&] {
-        waiting.store(true);
-        gate.take(true);
-    });
-    ASSERT_TRUE(wait_until([&] { return waiting.load(); }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // registered by now
+    CoexecThread waiter([&] { gate.take(true); });
+    // Registered with CondWaiters: it let go of the gate's mutex in the wait.
+    ASSERT_TRUE(wait_until([&] { return gate.waiters() == 1; }));
     // Its exit code is how many waiters the child woke.
     const pid_t child =
         coexec::test::fork_child([&] { return CondWaiters::instance().wake(&gate.cond, true); });
