@@ -417,7 +417,12 @@ uint64_t SharedScheduler::cpu_time_ns(int32_t proc, uint64_t now) const {
     uint64_t total = s_.procs[proc].cpu_time_ns.load(rlx);
     for (int c = 0; c < cpu_count(); ++c) {
         const CpuSlot& cpu = s_.cpus[c];
-        if (cpu.stint_proc == proc && now > cpu.stint_start_ns) total += now - cpu.stint_start_ns;
+        if (cpu.stint_proc != proc || now <= cpu.stint_start_ns) continue;
+        // Saturating: a stored time near the top of its range (a damaged
+        // segment) gives the largest time, never one wrapped around to a
+        // small value.
+        const uint64_t open = now - cpu.stint_start_ns;
+        total = open > UINT64_MAX - total ? UINT64_MAX : total + open;
     }
     return total;
 }
@@ -428,8 +433,11 @@ LabelTimes SharedScheduler::label_times_ns(int32_t proc, uint64_t now) const {
         times[l] = s_.procs[proc].label_time_ns[l].load(rlx);
     for (int c = 0; c < cpu_count(); ++c) {
         const CpuSlot& cpu = s_.cpus[c];
-        if (cpu.stint_proc == proc && now > cpu.stint_start_ns)
-            times[int(holder_class(cpu))] += now - cpu.stint_start_ns;
+        if (cpu.stint_proc != proc || now <= cpu.stint_start_ns) continue;
+        // Saturating, as in cpu_time_ns().
+        const uint64_t open = now - cpu.stint_start_ns;
+        uint64_t& time = times[int(holder_class(cpu))];
+        time = open > UINT64_MAX - time ? UINT64_MAX : time + open;
     }
     return times;
 }
