@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <fmt/format.h>
 #include <optional>
 
@@ -17,10 +18,17 @@ using nlohmann::json;
 
 constexpr uint64_t kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000;
 
+// a + b, or the largest value where that would wrap around: a sum of
+// damaged counters stays at least as large as each of them, so that no
+// share of it exceeds 100%.
+uint64_t saturating_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 uint64_t total_cpu_time(const Snapshot& snap) {
     uint64_t total = 0;
     for (const auto& p : snap.procs)
-        total += p.cpu_time_ns;
+        total = saturating_add(total, p.cpu_time_ns);
     return total;
 }
 
@@ -48,7 +56,7 @@ std::optional<uint64_t> cpu_time_since(const ProcRow& row, const Snapshot& previ
 uint64_t total_cpu_time_since(const Snapshot& snap, const Snapshot& previous) {
     uint64_t total = 0;
     for (const auto& p : snap.procs)
-        total += cpu_time_since(p, previous).value_or(0);
+        total = saturating_add(total, cpu_time_since(p, previous).value_or(0));
     return total;
 }
 
