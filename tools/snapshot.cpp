@@ -55,6 +55,30 @@ bool valid_thread(int32_t t) {
     return t >= 0 && t < kMaxThreads;
 }
 
+// Whether a CPU in state `s` has a holder: running, idle, sleeping or lent.
+// A state this version does not know names no holder to trust.
+bool has_holder(CpuState s) {
+    switch (s) {
+    case CpuState::Running:
+    case CpuState::Idle:
+    case CpuState::Sleeping:
+    case CpuState::Lent:
+        return true;
+    case CpuState::Free:
+        return false;
+    }
+    return false;
+}
+
+// The pid of process slot `p` when the snapshot lists it: Alive (acquire:
+// register_process() sets the pid before it publishes the state) with a
+// pid > 0. Else 0.
+int32_t listed_pid(const shm::ProcSlot& p) {
+    if (p.state.load(std::memory_order_acquire) != shm::ProcState::Alive) return 0;
+    const int32_t pid = p.pid;
+    return pid > 0 ? pid : 0;
+}
+
 CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
     const shm::CpuSlot& slot = s.cpus[index];
     CpuRow row;
@@ -66,14 +90,20 @@ CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
     row.state = state_name(state);
     int32_t proc = slot.owner_proc.load(rlx);
     int32_t thread = slot.owner_thread.load(rlx);
-    if (state == CpuState::Free || !valid_proc(proc) || !valid_thread(thread)) return row;
+    if (!has_holder(state) || !valid_proc(proc) || !valid_thread(thread)) return row;
     const shm::ProcSlot& p = s.procs[proc];
     const shm::ThreadSlot& t = s.threads[thread];
+    // An owner whose slots are not in use (it left while this row was read,
+    // or the segment is damaged) has no pid or tid to show; neither has a
+    // worker that has not started yet (tid 0).
+    const int32_t pid = listed_pid(p);
+    const int32_t tid = t.tid.load(rlx);
+    if (pid == 0 || t.state.load(rlx) == shm::ThreadState::Unused || tid <= 0) return row;
     row.held = true;
     row.proc = proc;
-    row.pid = p.pid;
+    row.pid = pid;
     row.name = printable(p.name);
-    row.tid = t.tid.load(std::memory_order_relaxed);
+    row.tid = tid;
     row.label = printable(t.label);
     uint64_t since = slot.since_ns.load(rlx);
     row.held_ns = now > since ? now - since : 0;
@@ -87,11 +117,11 @@ int checked_cpu_count(const shm::Header& h) {
     return h.cpu_count >= 0 && h.cpu_count <= shm::kMaxCpus ? h.cpu_count : 0;
 }
 
-ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
+ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, int32_t pid, uint64_t now) {
     const shm::ProcSlot& p = sched.segment().procs[slot];
     ProcRow row;
     row.slot = slot;
-    row.pid = p.pid;
+    row.pid = pid;
     row.name = printable(p.name);
     row.ready = p.ready_total.load(rlx);
     // SharedScheduler walks header.cpu_count CPUs: only with a sane count.
@@ -106,7 +136,7 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, uint64_t now) {
     row.handoffs = p.handoffs.load(rlx);
     row.preemptions = p.preemptions.load(rlx);
     row.threads = p.threads.load(rlx);
-    row.alive = shm::process_alive(p.pid, p.start_time);
+    row.alive = shm::process_alive(pid, p.start_time);
     return row;
 }
 
@@ -163,9 +193,9 @@ Snapshot take_snapshot(shm::Segment& segment, const std::string& shm_name) {
     snap.segment = segment_info(segment, shm_name, snap.taken_ns);
     snap.cpus = cpu_table(segment, snap.taken_ns);
     for (int p = 0; p < kMaxProcs; ++p) {
-        if (segment.procs[p].state.load(std::memory_order_acquire) != shm::ProcState::Alive)
-            continue;
-        ProcRow row = proc_row(sched, p, snap.taken_ns);
+        const int32_t pid = listed_pid(segment.procs[p]);
+        if (pid == 0) continue;
+        ProcRow row = proc_row(sched, p, pid, snap.taken_ns);
         for (const auto& c : snap.cpus)
             row.cpus += c.held && c.proc == p ? 1 : 0;
         snap.procs.push_back(row);

@@ -12,13 +12,15 @@
 namespace coexec::cli {
 
 // One managed CPU and whoever holds it. Owner fields are set only when
-// `held` is true (state running, idle or sleeping with a valid owner).
+// `held` is true: state running, idle, sleeping or lent, with an owner
+// process slot that is Alive with a pid > 0 and an owner thread slot in use
+// with a tid > 0 (a worker that has not started yet has none).
 struct CpuRow {
     int cpu = 0;        // logical index in the segment
     int system_cpu = 0; // kernel CPU number
     int numa = 0;       // logical NUMA node
     int core = 0;       // system id of the core
-    std::string state;  // "free", "running", "idle", "sleeping" or "unknown"
+    std::string state;  // "free", "running", "idle", "sleeping", "lent" or "unknown"
     bool held = false;
     int proc = -1; // process slot of the holder
     int pid = 0;
@@ -30,7 +32,7 @@ struct CpuRow {
     bool operator==(const CpuRow&) const = default;
 };
 
-// One process registered in the segment.
+// One process registered in the segment: an Alive slot with a pid > 0.
 struct ProcRow {
     int slot = 0;
     int pid = 0;

@@ -2,13 +2,19 @@
 // trust: it must stay in bounds and render every view. (The CLI refuses
 // such headers before reading, see CliTest.OutOfRangeCountsAreRefused; the
 // snapshot does not rely on that.) Regressions found by tests/fuzz.
+#include "shm/liveness.hpp"
 #include "tools/snapshot.hpp"
 #include "tools/views.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
 
 using namespace coexec;
 
@@ -33,13 +39,31 @@ size_t render_all(const cli::Snapshot& snap) {
     return n;
 }
 
+// The words of a table line (no cell below is empty or has a blank).
+std::vector<std::string> words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;)
+        out.push_back(w);
+    return out;
+}
+
+// Makes process slot `p` Alive with a pid and a name. With the pid of a
+// live process (this test's own), the views show it alive: no "(dead)".
+void register_proc(shm::Segment& s, int p, int32_t pid, const char* name) {
+    s.procs[p].state.store(shm::ProcState::Alive);
+    s.procs[p].pid = pid;
+    s.procs[p].start_time = pid > 0 ? shm::process_start_time(pid) : 0;
+    std::strncpy(s.procs[p].name, name, sizeof s.procs[p].name - 1);
+}
+
 } // namespace
 
 // Found by the segment_reader fuzzer: a CPU count beyond the table indexed
 // past CpuSlot[256] (in the snapshot and in SharedScheduler::cpu_time_ns).
 TEST(Snapshot, OutOfRangeCpuCountGivesNoCpuRows) {
     auto s = zeroed_segment();
-    s->procs[3].state.store(shm::ProcState::Alive);
+    register_proc(*s, 3, 4242, "p3");
     s->procs[3].cpu_time_ns.store(42);
     for (int32_t count : {shm::kMaxCpus + 1, 1000, -1, INT32_MIN}) {
         s->header.cpu_count = count;
@@ -56,7 +80,7 @@ TEST(Snapshot, OutOfRangeCpuCountGivesNoCpuRows) {
 TEST(Snapshot, LabelTimesAddOpenStintsUnderTheHoldersClass) {
     auto s = zeroed_segment();
     s->header.cpu_count = 3;
-    s->procs[2].state.store(shm::ProcState::Alive);
+    register_proc(*s, 2, 4242, "p2");
     s->procs[2].cpu_time_ns.store(100);
     s->procs[2].label_time_ns[int(shm::LabelClass::Tbb)].store(60);
     s->procs[2].label_time_ns[int(shm::LabelClass::Other)].store(40);
@@ -92,7 +116,7 @@ TEST(Snapshot, BadOwnersAndUnterminatedNamesStayInBounds) {
         s->cpus[c].owner_proc.store(owners[c][0]);
         s->cpus[c].owner_thread.store(owners[c][1]);
     }
-    s->procs[0].state.store(shm::ProcState::Alive);
+    register_proc(*s, 0, 4242, "");
     std::memset(s->procs[0].name, '\x1b', sizeof s->procs[0].name); // no NUL, escapes
     std::memset(s->threads[0].label, 'x', sizeof s->threads[0].label);
     cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
@@ -116,4 +140,60 @@ TEST(Snapshot, CorruptOriginsGiveValidJsonAndNoQuota) {
     EXPECT_EQ(snap.segment.quota_cpus, 0);
     EXPECT_NO_THROW(cli::info_json(snap, "inherit").dump());
     EXPECT_GT(render_all(snap), 0u);
+}
+
+// Found by the segment_reader fuzzer (gap_owner_of_an_unused_process_slot,
+// gap_process_fields_raw): a process slot Alive with pid 0 is no process;
+// a CPU shows a holder only in a held state, with an owner process the
+// snapshot lists and an owner thread in use with a tid.
+TEST(Snapshot, HoldersAndProcessesNeedAPid) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 5;
+    s->header.numa_count = 1;
+    const int32_t me = ::getpid();
+    register_proc(*s, 0, 0, "nopid"); // Alive, but pid 0
+    register_proc(*s, 1, me, "alpha");
+    // CPU: owner process, owner thread, state.
+    const int32_t owners[5][2] = {{0, 0}, {1, 1}, {1, 2}, {2, 1}, {1, 1}};
+    const shm::CpuState states[5] = {shm::CpuState::Running, shm::CpuState::Running,
+                                     shm::CpuState::Idle, shm::CpuState::Sleeping,
+                                     shm::CpuState(9)};
+    for (int c = 0; c < 5; ++c) {
+        s->cpus[c].owner_proc.store(owners[c][0]);
+        s->cpus[c].owner_thread.store(owners[c][1]);
+        s->cpus[c].state.store(states[c]);
+    }
+    for (int t = 0; t < 3; ++t) {
+        s->threads[t].state.store(shm::ThreadState::Running);
+        s->threads[t].proc = t == 0 ? 0 : 1;
+        s->threads[t].tid.store(t == 2 ? 0 : 5000 + t); // thread 2 not started yet
+    }
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    ASSERT_EQ(snap.procs.size(), 1u) << "the slot with pid 0 is left out";
+    EXPECT_EQ(snap.procs[0].pid, me);
+    EXPECT_EQ(snap.procs[0].cpus, 1);
+    ASSERT_EQ(snap.cpus.size(), 5u);
+    const bool held[5] = {false, true, false, false, false};
+    for (int c = 0; c < 5; ++c)
+        EXPECT_EQ(snap.cpus[size_t(c)].held, held[c]) << "CPU " << c;
+
+    // CPU  SYS  NUMA  STATE  PID  PROCESS  LABEL  TID  HELD; the labels are
+    // empty, so CPU 1 has one word less.
+    const std::vector<std::string> table = cli::cpu_table(snap);
+    ASSERT_EQ(table.size(), 6u);
+    EXPECT_EQ(words(table[1]),
+              (std::vector<std::string>{"0", "0", "0", "running", "-", "-", "-", "-", "-"}));
+    const std::vector<std::string> cpu1 = words(table[2]);
+    ASSERT_EQ(cpu1.size(), 8u) << table[2];
+    EXPECT_EQ(cpu1[4], std::to_string(me));
+    EXPECT_EQ(cpu1[5], "alpha");
+    EXPECT_EQ(cpu1[6], "5001");
+    EXPECT_EQ(words(table[5])[3], "unknown");
+    EXPECT_EQ(words(table[5])[4], "-") << "no holder in an unknown state";
+    const std::vector<std::string> procs = cli::process_table(snap, nullptr, false);
+    ASSERT_EQ(procs.size(), 2u);
+    EXPECT_EQ(words(procs[1])[0], std::to_string(me));
+    const nlohmann::json cpus = cli::cpus_json(snap);
+    EXPECT_TRUE(cpus[0]["pid"].is_null() && cpus[0]["tid"].is_null()) << cpus.dump();
+    EXPECT_EQ(cpus[1]["pid"], me);
 }
