@@ -79,13 +79,31 @@ int32_t listed_pid(const shm::ProcSlot& p) {
     return pid > 0 ? pid : 0;
 }
 
+// The header's CPU count when it is in range, else 0 (no CPU rows).
+// open_existing() refuses such a header, but the snapshot does not rely on
+// it: whatever bytes the segment holds, every read stays in bounds.
+int checked_cpu_count(const shm::Header& h) {
+    return h.cpu_count >= 0 && h.cpu_count <= shm::kMaxCpus ? h.cpu_count : 0;
+}
+
+// The header's NUMA node count when it is in range, else 0 (no CPU's node
+// is known).
+int checked_numa_count(const shm::Header& h) {
+    return h.numa_count >= 0 && h.numa_count <= shm::kMaxNuma ? h.numa_count : 0;
+}
+
 CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
     const shm::CpuSlot& slot = s.cpus[index];
     CpuRow row;
     row.cpu = index;
-    row.system_cpu = slot.system_id;
-    row.numa = slot.numa;
-    row.core = slot.core;
+    // Fixed when the table is laid out; each is read once, then checked.
+    const int32_t system_id = slot.system_id, numa = slot.numa, core = slot.core;
+    row.system_cpu_known = system_id >= 0;
+    row.system_cpu = row.system_cpu_known ? system_id : 0;
+    row.numa_known = numa >= 0 && numa < checked_numa_count(s.header);
+    row.numa = row.numa_known ? numa : 0;
+    row.core_known = core >= 0;
+    row.core = row.core_known ? core : 0;
     CpuState state = slot.state.load(rlx);
     row.state = state_name(state);
     int32_t proc = slot.owner_proc.load(rlx);
@@ -110,32 +128,37 @@ CpuRow cpu_row(const shm::Segment& s, int index, uint64_t now) {
     return row;
 }
 
-// The header's CPU count when it is in range, else 0 (no CPU rows).
-// open_existing() refuses such a header, but the snapshot does not rely on
-// it: whatever bytes the segment holds, every read stays in bounds.
-int checked_cpu_count(const shm::Header& h) {
-    return h.cpu_count >= 0 && h.cpu_count <= shm::kMaxCpus ? h.cpu_count : 0;
-}
-
 ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, int32_t pid, uint64_t now) {
     const shm::ProcSlot& p = sched.segment().procs[slot];
     ProcRow row;
     row.slot = slot;
     row.pid = pid;
     row.name = printable(p.name);
-    row.ready = p.ready_total.load(rlx);
+    const int64_t ready = p.ready_total.load(rlx);
+    row.ready_known = ready >= 0;
+    row.ready = row.ready_known ? ready : 0;
+    // The label times before the CPU time: a stint that ends between the two
+    // reads then counts in its class up to `now` and in the CPU time up to
+    // its end, normally past `now`. A class above the CPU time is then
+    // damage (or a rarer race), shown as unknown.
     // SharedScheduler walks header.cpu_count CPUs: only with a sane count.
     if (checked_cpu_count(sched.segment().header) == sched.cpu_count()) {
-        row.cpu_time_ns = sched.cpu_time_ns(slot, now);
         row.label_time_ns = sched.label_times_ns(slot, now);
+        row.cpu_time_ns = sched.cpu_time_ns(slot, now);
     } else {
-        row.cpu_time_ns = p.cpu_time_ns.load(rlx);
         for (int l = 0; l < shm::kLabelClasses; ++l)
             row.label_time_ns[l] = p.label_time_ns[l].load(rlx);
+        row.cpu_time_ns = p.cpu_time_ns.load(rlx);
+    }
+    for (int l = 0; l < shm::kLabelClasses; ++l) {
+        row.label_time_known[l] = row.label_time_ns[l] <= row.cpu_time_ns;
+        if (!row.label_time_known[l]) row.label_time_ns[l] = 0;
     }
     row.handoffs = p.handoffs.load(rlx);
     row.preemptions = p.preemptions.load(rlx);
-    row.threads = p.threads.load(rlx);
+    const int32_t threads = p.threads.load(rlx);
+    row.threads_known = threads >= 0 && threads <= kMaxThreads;
+    row.threads = row.threads_known ? threads : 0;
     row.alive = shm::process_alive(pid, p.start_time);
     return row;
 }
@@ -161,9 +184,13 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     info.quota_origin = printable(h.quota_origin);
     for (const auto& t : s.threads)
         if (t.state.load(rlx) != shm::ThreadState::Unused) ++info.threads_used;
-    info.unheld_cpus = h.unheld_cpus.load(rlx);
+    const int32_t unheld = h.unheld_cpus.load(rlx);
+    info.unheld_cpus_known = unheld >= 0 && unheld <= checked_cpu_count(h);
+    info.unheld_cpus = info.unheld_cpus_known ? unheld : 0;
     info.recoveries = h.recoveries.load(rlx);
-    info.trace_recorders = h.trace_recorders.load(rlx);
+    const uint32_t recorders = h.trace_recorders.load(rlx);
+    info.trace_recorders_known = recorders <= uint32_t(shm::kMaxRecorders);
+    info.trace_recorders = info.trace_recorders_known ? recorders : 0;
     return info;
 }
 

@@ -11,16 +11,22 @@
 
 namespace coexec::cli {
 
-// One managed CPU and whoever holds it. Owner fields are set only when
-// `held` is true: state running, idle, sleeping or lent, with an owner
-// process slot that is Alive with a pid > 0 and an owner thread slot in use
-// with a tid > 0 (a worker that has not started yet has none).
+// One managed CPU and whoever holds it. A value the segment holds out of
+// its range (damaged, or read mid-change) is not shown: its `*_known` flag
+// is false, the field holds 0, and the views print "?" (null in JSON).
+// Owner fields are set only when `held` is true: state running, idle,
+// sleeping or lent, with an owner process slot that is Alive with a pid > 0
+// and an owner thread slot in use with a tid > 0 (a worker that has not
+// started yet has none).
 struct CpuRow {
     int cpu = 0;        // logical index in the segment
     int system_cpu = 0; // kernel CPU number
-    int numa = 0;       // logical NUMA node
+    int numa = 0;       // logical NUMA node (known: below the header's numa_count)
     int core = 0;       // system id of the core
-    std::string state;  // "free", "running", "idle", "sleeping", "lent" or "unknown"
+    bool system_cpu_known = true;
+    bool numa_known = true;
+    bool core_known = true;
+    std::string state; // "free", "running", "idle", "sleeping", "lent" or "unknown"
     bool held = false;
     int proc = -1; // process slot of the holder
     int pid = 0;
@@ -32,21 +38,30 @@ struct CpuRow {
     bool operator==(const CpuRow&) const = default;
 };
 
-// One process registered in the segment: an Alive slot with a pid > 0.
+// One process registered in the segment: an Alive slot with a pid > 0. As
+// in CpuRow, a value out of range has its `*_known` flag false and holds 0.
 struct ProcRow {
     int slot = 0;
     int pid = 0;
     std::string name;
     int cpus = 0; // CPUs it holds now
     int64_t ready = 0;
+    bool ready_known = true; // false: ready_total is negative
     uint64_t cpu_time_ns = 0;
     // cpu_time_ns by the runtime its threads were labelled with, indexed by
-    // shm::LabelClass (openmp, tbb, pocl, other).
+    // shm::LabelClass (openmp, tbb, pocl, other). A class whose time is above
+    // cpu_time_ns is not known.
     std::array<uint64_t, shm::kLabelClasses> label_time_ns{};
+    std::array<bool, shm::kLabelClasses> label_time_known = [] {
+        std::array<bool, shm::kLabelClasses> all;
+        all.fill(true);
+        return all;
+    }();
     uint64_t handoffs = 0;
     uint64_t preemptions = 0; // times its threads gave way to the safety net
     int threads = 0;
-    bool alive = true; // false: died, not reaped yet
+    bool threads_known = true; // false: outside 0..kMaxThreads
+    bool alive = true;         // false: died, not reaped yet
 };
 
 // Segment-wide facts and usage.
@@ -70,8 +85,10 @@ struct SegmentInfo {
     int threads_used = 0;
     int threads_max = shm::kMaxThreads;
     int unheld_cpus = 0;
+    bool unheld_cpus_known = true; // false: outside 0..cpu_count (the field holds 0)
     uint64_t recoveries = 0;
-    uint32_t trace_recorders = 0; // `coexec record` sessions running
+    uint32_t trace_recorders = 0;      // `coexec record` sessions running
+    bool trace_recorders_known = true; // false: above kMaxRecorders (the field holds 0)
 };
 
 struct Snapshot {
@@ -85,7 +102,8 @@ struct Snapshot {
 // only reads the segment (non-const because SharedScheduler is).
 // Every index read from the segment is bounds-checked and every string is
 // cut at its field size and made printable, so concurrent writers can make
-// a row stale or odd but never make this read out of bounds.
+// a row stale or odd but never make this read out of bounds. A value shown
+// is in its range, or marked unknown (the `*_known` flags).
 Snapshot take_snapshot(shm::Segment& segment, const std::string& shm_name);
 
 } // namespace coexec::cli

@@ -32,6 +32,11 @@ uint64_t total_cpu_time(const Snapshot& snap) {
     return total;
 }
 
+// `value`, or "?" when the segment holds it out of its range.
+std::string shown_number(bool known, int64_t value) {
+    return known ? std::to_string(value) : "?";
+}
+
 // The process's name, marked when it died and is not reaped yet.
 std::string shown_name(const ProcRow& p) {
     return p.alive ? p.name : p.name + " (dead)";
@@ -77,6 +82,12 @@ std::string cpu_rate(const ProcRow& row, const Snapshot& snap, const Snapshot& p
 constexpr std::array<shm::LabelClass, shm::kLabelClasses> kClasses{
     shm::LabelClass::OpenMP, shm::LabelClass::Tbb, shm::LabelClass::Pocl, shm::LabelClass::Other};
 
+// Whether `p`'s time under class `c` is known: a time above the process's
+// CPU time is damaged, and has no share of it.
+bool label_time_known(const ProcRow& p, shm::LabelClass c) {
+    return p.label_time_known[size_t(c)] && p.label_time_ns[size_t(c)] <= p.cpu_time_ns;
+}
+
 template <typename T>
 json or_null(bool present, const T& value) {
     return present ? json(value) : json(nullptr);
@@ -104,8 +115,9 @@ std::vector<std::string> cpu_table(const Snapshot& snap) {
              {"TID", Align::Right},
              {"HELD", Align::Right}});
     for (const auto& c : snap.cpus) {
-        std::vector<std::string> cells{std::to_string(c.cpu), std::to_string(c.system_cpu),
-                                       std::to_string(c.numa), c.state};
+        std::vector<std::string> cells{std::to_string(c.cpu),
+                                       shown_number(c.system_cpu_known, c.system_cpu),
+                                       shown_number(c.numa_known, c.numa), c.state};
         if (c.held)
             cells.insert(cells.end(), {std::to_string(c.pid), c.name, c.label,
                                        std::to_string(c.tid), format_duration(c.held_ns)});
@@ -131,14 +143,16 @@ std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* pre
     const uint64_t recent = previous ? total_cpu_time_since(snap, *previous) : 0;
     for (const auto& p : snap.procs) {
         std::vector<std::string> cells{std::to_string(p.pid), shown_name(p), std::to_string(p.cpus),
-                                       std::to_string(p.ready), format_duration(p.cpu_time_ns)};
+                                       shown_number(p.ready_known, p.ready),
+                                       format_duration(p.cpu_time_ns)};
         if (previous) {
             cells.push_back(cpu_rate(p, snap, *previous));
             const std::optional<uint64_t> got = cpu_time_since(p, *previous);
             cells.push_back(got ? percent(*got, recent) : "-");
         }
         if (share) cells.push_back(percent(p.cpu_time_ns, total));
-        cells.insert(cells.end(), {std::to_string(p.handoffs), std::to_string(p.threads)});
+        cells.insert(cells.end(),
+                     {std::to_string(p.handoffs), shown_number(p.threads_known, p.threads)});
         t.add_row(std::move(cells));
     }
     return t.render();
@@ -157,7 +171,10 @@ std::vector<std::string> runtime_table(const Snapshot& snap) {
         std::vector<std::string> cells{std::to_string(p.pid), shown_name(p)};
         for (shm::LabelClass c : kClasses) {
             const uint64_t ns = p.label_time_ns[size_t(c)];
-            cells.push_back(ns ? format_duration(ns) + " " + percent(ns, p.cpu_time_ns) : "-");
+            if (!label_time_known(p, c))
+                cells.push_back("?");
+            else
+                cells.push_back(ns ? format_duration(ns) + " " + percent(ns, p.cpu_time_ns) : "-");
         }
         t.add_row(std::move(cells));
     }
@@ -177,6 +194,10 @@ std::string top_title(const Snapshot& snap) {
 
 std::vector<std::string> info_lines(const Snapshot& snap, const std::string& binding) {
     const SegmentInfo& s = snap.segment;
+    const std::string recording = !s.trace_recorders_known ? "?"
+                                  : s.trace_recorders
+                                      ? fmt::format("on ({} coexec record)", s.trace_recorders)
+                                      : "off";
     std::vector<std::string> lines{
         fmt::format("segment      {} ({:.1f} MiB, ABI version {}{})", s.shm_name,
                     double(s.size) / (1024.0 * 1024.0), s.abi_version,
@@ -191,10 +212,10 @@ std::vector<std::string> info_lines(const Snapshot& snap, const std::string& bin
         fmt::format("binding      {} (configured)", binding),
         fmt::format("processes    {} of {}", s.procs_used, s.procs_max),
         fmt::format("threads      {} of {} slots", s.threads_used, s.threads_max),
-        fmt::format("unheld CPUs  {} of {}", s.unheld_cpus, s.cpu_count),
+        fmt::format("unheld CPUs  {} of {}", shown_number(s.unheld_cpus_known, s.unheld_cpus),
+                    s.cpu_count),
         fmt::format("recoveries   {} (lock repairs after a holder died)", s.recoveries),
-        s.trace_recorders ? fmt::format("recording    on ({} coexec record)", s.trace_recorders)
-                          : std::string("recording    off"),
+        "recording    " + recording,
         fmt::format("topology     {} CPU{}, {} NUMA node{}", s.cpu_count,
                     s.cpu_count == 1 ? "" : "s", s.numa_count, s.numa_count == 1 ? "" : "s"),
         fmt::format("cpus from    {}", s.cpu_origin.empty() ? "unknown" : s.cpu_origin),
@@ -207,8 +228,8 @@ std::vector<std::string> info_lines(const Snapshot& snap, const std::string& bin
              {"NUMA", Align::Right},
              {"CORE", Align::Right}});
     for (const auto& c : snap.cpus)
-        t.add_row({std::to_string(c.cpu), std::to_string(c.system_cpu), std::to_string(c.numa),
-                   std::to_string(c.core)});
+        t.add_row({std::to_string(c.cpu), shown_number(c.system_cpu_known, c.system_cpu),
+                   shown_number(c.numa_known, c.numa), shown_number(c.core_known, c.core)});
     for (auto& line : t.render())
         lines.push_back("  " + line);
     return lines;
@@ -218,9 +239,9 @@ json cpus_json(const Snapshot& snap) {
     json cpus = json::array();
     for (const auto& c : snap.cpus)
         cpus.push_back({{"cpu", c.cpu},
-                        {"system_cpu", c.system_cpu},
-                        {"numa", c.numa},
-                        {"core", c.core},
+                        {"system_cpu", or_null(c.system_cpu_known, c.system_cpu)},
+                        {"numa", or_null(c.numa_known, c.numa)},
+                        {"core", or_null(c.core_known, c.core)},
                         {"state", c.state},
                         {"pid", or_null(c.held, c.pid)},
                         {"name", or_null(c.held, c.name)},
@@ -235,7 +256,8 @@ namespace {
 json label_times_json(const ProcRow& p) {
     json times = json::object();
     for (shm::LabelClass c : kClasses)
-        times[scheduler::label_class_name(c)] = p.label_time_ns[size_t(c)];
+        times[scheduler::label_class_name(c)] =
+            or_null(label_time_known(p, c), p.label_time_ns[size_t(c)]);
     return times;
 }
 } // namespace
@@ -246,12 +268,12 @@ json processes_json(const Snapshot& snap) {
         procs.push_back({{"pid", p.pid},
                          {"name", p.name},
                          {"cpus", p.cpus},
-                         {"ready", p.ready},
+                         {"ready", or_null(p.ready_known, p.ready)},
                          {"cpu_time_ns", p.cpu_time_ns},
                          {"cpu_time_by_label_ns", label_times_json(p)},
                          {"handoffs", p.handoffs},
                          {"preemptions", p.preemptions},
-                         {"threads", p.threads},
+                         {"threads", or_null(p.threads_known, p.threads)},
                          {"alive", p.alive}});
     return procs;
 }
@@ -266,8 +288,10 @@ json info_json(const Snapshot& snap, const std::string& binding) {
     const SegmentInfo& s = snap.segment;
     json topology = json::array();
     for (const auto& c : snap.cpus)
-        topology.push_back(
-            {{"cpu", c.cpu}, {"system_cpu", c.system_cpu}, {"numa", c.numa}, {"core", c.core}});
+        topology.push_back({{"cpu", c.cpu},
+                            {"system_cpu", or_null(c.system_cpu_known, c.system_cpu)},
+                            {"numa", or_null(c.numa_known, c.numa)},
+                            {"core", or_null(c.core_known, c.core)}});
     return {{"segment",
              {{"name", s.shm_name},
               {"size", s.size},
@@ -285,9 +309,9 @@ json info_json(const Snapshot& snap, const std::string& binding) {
               {"max_processes", s.procs_max},
               {"threads", s.threads_used},
               {"max_threads", s.threads_max},
-              {"unheld_cpus", s.unheld_cpus},
+              {"unheld_cpus", or_null(s.unheld_cpus_known, s.unheld_cpus)},
               {"lock_recoveries", s.recoveries},
-              {"trace_recorders", s.trace_recorders}}},
+              {"trace_recorders", or_null(s.trace_recorders_known, s.trace_recorders)}}},
             {"topology",
              {{"cpus", s.cpu_count},
               {"numa_nodes", s.numa_count},

@@ -1,4 +1,6 @@
 // What the commands print: text tables and JSON documents of a snapshot.
+// A value the snapshot does not know (the segment holds it out of its
+// range) prints as "?" in text and as null in JSON.
 #pragma once
 
 #include "snapshot.hpp"
@@ -25,7 +27,7 @@ std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* pre
 
 // Per process, its CPU time under each runtime label class (openmp, tbb,
 // pocl, other) and that time's share of the process's CPU time; "-" for
-// none.
+// none, "?" for a time above the process's CPU time.
 std::vector<std::string> runtime_table(const Snapshot& snap);
 
 // The summary line at the top of `coexec top`.
@@ -34,7 +36,8 @@ std::string top_title(const Snapshot& snap);
 // `coexec info` as text lines. `binding` is the configured topology.binding.
 std::vector<std::string> info_lines(const Snapshot& snap, const std::string& binding);
 
-// JSON documents. Absent owners are null. Schema in docs/cli.md.
+// JSON documents. Absent owners and unknown values are null. Schema in
+// docs/cli.md.
 nlohmann::json cpus_json(const Snapshot& snap);
 nlohmann::json processes_json(const Snapshot& snap);
 nlohmann::json top_json(const Snapshot& snap);

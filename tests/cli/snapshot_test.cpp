@@ -142,6 +142,48 @@ TEST(Snapshot, CorruptOriginsGiveValidJsonAndNoQuota) {
     EXPECT_GT(render_all(snap), 0u);
 }
 
+// Found by the segment_reader fuzzer (gap_cpu_fields_raw): a NUMA node not
+// below numa_count, or a negative CPU or core number, is shown as unknown.
+TEST(Snapshot, DamagedTopologyShowsAsUnknown) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 3;
+    s->header.numa_count = 2;
+    const int32_t topology[3][3] = {{0, 1, 0}, {1, 2, 1}, {-1, 5, -4}}; // system_id, numa, core
+    for (int c = 0; c < 3; ++c) {
+        s->cpus[c].system_id = topology[c][0];
+        s->cpus[c].numa = topology[c][1];
+        s->cpus[c].core = topology[c][2];
+    }
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    ASSERT_EQ(snap.cpus.size(), 3u);
+    EXPECT_TRUE(snap.cpus[0].numa_known);
+    EXPECT_EQ(snap.cpus[0].numa, 1);
+    EXPECT_FALSE(snap.cpus[1].numa_known) << "NUMA 2 of 2 nodes";
+    EXPECT_FALSE(snap.cpus[2].numa_known);
+    EXPECT_FALSE(snap.cpus[2].system_cpu_known);
+    EXPECT_FALSE(snap.cpus[2].core_known);
+
+    // CPU  SYS  NUMA  STATE  PID ...
+    const std::vector<std::string> table = cli::cpu_table(snap);
+    ASSERT_EQ(table.size(), 4u);
+    EXPECT_EQ(words(table[1]),
+              (std::vector<std::string>{"0", "0", "1", "free", "-", "-", "-", "-", "-"}));
+    EXPECT_EQ(words(table[2])[2], "?") << table[2];
+    EXPECT_EQ(words(table[3])[1], "?") << table[3];
+    EXPECT_EQ(words(table[3])[2], "?") << table[3];
+    // `coexec info`'s topology: CPU  SYS  NUMA  CORE.
+    const std::vector<std::string> info = cli::info_lines(snap, "all");
+    EXPECT_EQ(words(info[info.size() - 2]), (std::vector<std::string>{"1", "1", "?", "1"}));
+    EXPECT_EQ(words(info.back()), (std::vector<std::string>{"2", "?", "?", "?"}));
+
+    const nlohmann::json cpus = cli::cpus_json(snap);
+    EXPECT_EQ(cpus[0]["numa"], 1);
+    EXPECT_TRUE(cpus[1]["numa"].is_null()) << cpus.dump();
+    EXPECT_EQ(cpus[1]["core"], 1);
+    EXPECT_TRUE(cpus[2]["system_cpu"].is_null() && cpus[2]["core"].is_null()) << cpus.dump();
+    EXPECT_TRUE(cli::info_json(snap, "all")["topology"]["cpu_list"][1]["numa"].is_null());
+}
+
 // Found by the segment_reader fuzzer (gap_owner_of_an_unused_process_slot,
 // gap_process_fields_raw): a process slot Alive with pid 0 is no process;
 // a CPU shows a holder only in a held state, with an owner process the
@@ -196,4 +238,98 @@ TEST(Snapshot, HoldersAndProcessesNeedAPid) {
     const nlohmann::json cpus = cli::cpus_json(snap);
     EXPECT_TRUE(cpus[0]["pid"].is_null() && cpus[0]["tid"].is_null()) << cpus.dump();
     EXPECT_EQ(cpus[1]["pid"], me);
+}
+
+// Found by the segment_reader fuzzer (gap_share_over_100): a CPU time near
+// the top of its range plus an open stint wrapped around to a small value,
+// and the sum of all wrapped too, giving a SHARE of 267.7%. Both saturate
+// now; a class's time above its process's CPU time is unknown.
+TEST(Snapshot, WrappedCpuTimeSaturates) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 1;
+    s->header.numa_count = 1;
+    const int32_t me = ::getpid();
+    const std::string pid = std::to_string(me);
+    register_proc(*s, 0, me, "alpha");
+    register_proc(*s, 1, me, "beta");
+    s->procs[0].cpu_time_ns.store(UINT64_MAX - 10);
+    s->procs[0].label_time_ns[int(shm::LabelClass::Other)].store(UINT64_MAX - 10);
+    s->cpus[0].stint_proc = 0;
+    s->cpus[0].stint_start_ns = 1;             // open since (nearly) boot
+    s->cpus[0].owner_thread.store(shm::kNone); // so the open stint counts as other
+    s->procs[1].cpu_time_ns.store(3'000'000'000);
+    s->procs[1].label_time_ns[int(shm::LabelClass::Tbb)].store(1'000'000'000);
+    s->procs[1].label_time_ns[int(shm::LabelClass::OpenMP)].store(UINT64_MAX);
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    ASSERT_EQ(snap.procs.size(), 2u);
+    EXPECT_EQ(snap.procs[0].cpu_time_ns, UINT64_MAX);
+    EXPECT_EQ(snap.procs[0].label_time_ns[int(shm::LabelClass::Other)], UINT64_MAX);
+    EXPECT_FALSE(snap.procs[1].label_time_known[int(shm::LabelClass::OpenMP)]);
+
+    // PID  PROCESS  CPUS  READY  CPU-TIME  SHARE  HANDOFFS  THREADS
+    const std::vector<std::string> procs = cli::process_table(snap, nullptr, true);
+    ASSERT_EQ(procs.size(), 3u);
+    EXPECT_EQ(words(procs[1])[5], "100.0%") << procs[1];
+    EXPECT_EQ(words(procs[2])[5], "0.0%") << procs[2];
+    // PID  PROCESS  OPENMP  TBB  POCL  OTHER
+    const std::vector<std::string> runtime = cli::runtime_table(snap);
+    ASSERT_EQ(runtime.size(), 3u);
+    EXPECT_EQ(words(runtime[1]),
+              (std::vector<std::string>{pid, "alpha", "-", "-", "-", "5124095h34m", "100.0%"}));
+    EXPECT_EQ(words(runtime[2]),
+              (std::vector<std::string>{pid, "beta", "?", "1.00s", "33.3%", "-", "-"}));
+    const nlohmann::json times = cli::processes_json(snap)[1]["cpu_time_by_label_ns"];
+    EXPECT_TRUE(times["openmp"].is_null()) << times.dump();
+    EXPECT_EQ(times["tbb"], 1'000'000'000u);
+}
+
+// Found by the segment_reader fuzzer (gap_process_fields_raw,
+// gap_header_counts_raw): counts out of their range show as unknown.
+TEST(Snapshot, CountsOutOfRangeShowAsUnknown) {
+    auto s = zeroed_segment();
+    s->header.cpu_count = 2;
+    s->header.numa_count = 1;
+    s->header.unheld_cpus.store(-1);
+    s->header.trace_recorders.store(1000);
+    const int32_t me = ::getpid();
+    const std::string pid = std::to_string(me);
+    register_proc(*s, 0, me, "alpha");
+    s->procs[0].ready_total.store(-1);
+    s->procs[0].threads.store(shm::kMaxThreads + 1);
+    register_proc(*s, 1, me, "beta");
+    s->procs[1].ready_total.store(3);
+    s->procs[1].threads.store(shm::kMaxThreads);
+    for (int c = 0; c < 2; ++c)
+        s->cpus[c].stint_proc = shm::kNone; // no open stint
+    cli::Snapshot snap = cli::take_snapshot(*s, "/coexec.t");
+    ASSERT_EQ(snap.procs.size(), 2u);
+
+    // PID  PROCESS  CPUS  READY  CPU-TIME  HANDOFFS  THREADS
+    const std::vector<std::string> procs = cli::process_table(snap, nullptr, false);
+    ASSERT_EQ(procs.size(), 3u);
+    EXPECT_EQ(words(procs[1]), (std::vector<std::string>{pid, "alpha", "0", "?", "0us", "0", "?"}));
+    EXPECT_EQ(words(procs[2]),
+              (std::vector<std::string>{pid, "beta", "0", "3", "0us", "0", "8192"}));
+    const nlohmann::json json = cli::processes_json(snap);
+    EXPECT_TRUE(json[0]["ready"].is_null() && json[0]["threads"].is_null()) << json.dump();
+    EXPECT_EQ(json[1]["threads"], shm::kMaxThreads);
+
+    const std::vector<std::string> info = cli::info_lines(snap, "all");
+    auto line = [&](const std::string& start) {
+        for (const auto& l : info)
+            if (l.rfind(start, 0) == 0) return l;
+        return std::string("(no line) ") + start;
+    };
+    EXPECT_EQ(line("unheld CPUs"), "unheld CPUs  ? of 2");
+    EXPECT_EQ(line("recording"), "recording    ?");
+    const nlohmann::json usage = cli::info_json(snap, "all")["usage"];
+    EXPECT_TRUE(usage["unheld_cpus"].is_null() && usage["trace_recorders"].is_null())
+        << usage.dump();
+
+    s->header.unheld_cpus.store(2);
+    s->header.trace_recorders.store(shm::kMaxRecorders);
+    snap = cli::take_snapshot(*s, "/coexec.t");
+    EXPECT_EQ(snap.segment.unheld_cpus, 2);
+    EXPECT_EQ(snap.segment.trace_recorders, uint32_t(shm::kMaxRecorders));
+    EXPECT_EQ(cli::info_json(snap, "all")["usage"]["unheld_cpus"], 2);
 }
