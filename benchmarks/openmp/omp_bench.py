@@ -14,6 +14,10 @@
   phases     that TBB loop alternating with pure OpenMP phases (each well
              under a second), native and on coexec, with and without
              OMP_DYNAMIC=true: how fast dynamic teams follow a changing load.
+  runnable   two co-located OpenMP processes with active waits, native and on
+             coexec: the share of /proc samples in which they had more
+             runnable threads than the machine has CPUs (re-hosted, only CPU
+             holders run, plus hand-offs in flight).
 
 Usage: omp_bench.py [--build DIR] [--repeats N] [CASE...]
 It prints tables; it asserts nothing (see tests/openmp for the tests)."""
@@ -323,7 +327,62 @@ def phases(setup, repeats):
         print(f"{compiler:<6} " + " ".join(f"{c:>28}" for c in cells))
 
 
-CASES = {"overhead": overhead, "colocated": colocated, "tbb": tbb, "phases": phases}
+# ---- runnable threads ----------------------------------------------------
+
+def runnable_threads(pid):
+    """Threads of `pid` in state R, from /proc (0 once it is gone)."""
+    n = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        n += stat[stat.rfind(")") + 2:].startswith("R")
+    return n
+
+
+def oversubscribed_share(setup, mode, segment, samples=200):
+    """Share of samples, every 10 ms while both run, in which two co-located
+    omp_work processes (active waits) had more runnable threads than CPUs."""
+    env = setup.env(mode, segment)
+    env["OMP_WAIT_POLICY"] = "active"
+    if mode == "coexec":
+        env["COEXEC_OMP_ROOT"] = "hold"  # roots hold their CPU in serial code too
+    cmd = lambda c: [str(setup.program("omp_work", c)), "100000", "2000000"]
+    procs = [subprocess.Popen(cmd(c), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for c in ("gcc", "clang")]
+    over = taken = 0
+    try:
+        time.sleep(0.5)  # past start-up; the share is of the steady state
+        while taken < samples and all(p.poll() is None for p in procs):
+            over += sum(runnable_threads(p.pid) for p in procs) > setup.cpus
+            taken += 1
+            time.sleep(0.01)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    return over / taken if taken else float("nan")
+
+
+def runnable(setup, repeats):
+    segment = f"ompbench-{os.getpid()}"
+    modes = ["native", "coexec"]
+    shares = {m: [] for m in modes}
+    for r in range(repeats):
+        for mode in modes[r % 2:] + modes[:r % 2]:  # rotate the order
+            shares[mode].append(oversubscribed_share(setup, mode, segment))
+    print(f"\n== Samples with more runnable OpenMP threads than CPUs ({setup.cpus}), "
+          f"two omp_work processes, OMP_WAIT_POLICY=active, median of {repeats}")
+    print(f"{'mode':<8} {'share':>6} {'min':>6} {'max':>6}")
+    for mode in modes:
+        v = shares[mode]
+        print(f"{mode:<8} {median(v):>6.2f} {min(v):>6.2f} {max(v):>6.2f}")
+    print(f"coexec / native: {median(shares['coexec']) / max(median(shares['native']), 1e-9):.2f}")
+
+
+CASES = {"overhead": overhead, "colocated": colocated, "tbb": tbb, "phases": phases,
+         "runnable": runnable}
 
 
 def main():

@@ -125,61 +125,10 @@ TEST(Fallback, InitFailurePrintsOneLineAndWorks) {
 
 // ---- Two OpenMP processes at once ------------------------------------------
 
-// OpenMP threads of `pid` in state R (running or runnable), from /proc;
-// libcoexec's own threads (named "coexec-...") are not counted.
-int runnable_threads(pid_t pid) {
-    int n = 0;
-    std::error_code ec;
-    for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-        std::ifstream comm(task.path() / "comm");
-        std::string name;
-        std::getline(comm, name);
-        if (name.starts_with("coexec-")) continue;
-        std::ifstream stat(task.path() / "stat");
-        std::string text((std::istreambuf_iterator<char>(stat)), {});
-        const auto paren = text.rfind(')');
-        if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'R') ++n;
-    }
-    return n;
-}
-
-// Fraction of samples in which the two processes had more runnable threads
-// than the machine has CPUs (each team is as large as the machine).
-// Long loops between barriers keep CPU handoffs (when two threads are briefly
-// runnable at once) rare compared with the sampling.
-double oversubscribed_fraction(const std::map<std::string, std::string>& env, int samples) {
-    Subprocess a({program("omp_spin", "clang"), "4", "16000000"}, env);
-    Subprocess b({program("omp_spin", "gcc"), "4", "16000000"}, env);
-    std::this_thread::sleep_for(500ms); // both teams up
-    const int cpus = static_cast<int>(std::thread::hardware_concurrency());
-    int over = 0;
-    for (int i = 0; i < samples; ++i) {
-        if (runnable_threads(a.pid()) + runnable_threads(b.pid()) > cpus) ++over;
-        std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_EQ(a.wait(60s).exit_code, 0);
-    EXPECT_EQ(b.wait(60s).exit_code, 0);
-    return static_cast<double>(over) / samples;
-}
-
-// Native libomp/libgomp oversubscribe: more runnable OpenMP threads than
-// CPUs in nearly every sample. Re-hosted, only CPU holders run; what /proc
-// still shows are hand-offs in flight (a woken thread is runnable on its old
-// CPU until it re-pins), whose share of the samples depends on timing. So
-// this compares with native in the same run rather than with a fixed bound;
-// the strict per-CPU invariant is checked from the segment by the next test.
-TEST(TwoProcesses, RunnableThreadsOversubscribeLessThanNative) {
-    auto env = rehosted_env("pair");
-    env["COEXEC_OMP_ROOT"] = "hold"; // roots hold their CPU in serial code too
-    env["OMP_WAIT_POLICY"] = "active";
-    const double native = oversubscribed_fraction({{"OMP_WAIT_POLICY", "active"}}, 100);
-    const double rehosted = oversubscribed_fraction(env, 100);
-    std::printf(
-        "samples with more runnable OpenMP threads than CPUs: native %.2f, re-hosted %.2f\n",
-        native, rehosted);
-    EXPECT_GT(native, 0.75) << "the /proc probe should see native oversubscription";
-    EXPECT_LT(rehosted, 0.8 * native) << "native " << native;
-}
+// The share of /proc samples in which two such processes have more runnable
+// threads than CPUs, native and re-hosted, is a measurement:
+// `benchmarks/openmp/omp_bench.py runnable` prints it. The per-CPU invariant
+// is checked here from the segment.
 
 // Samples `coexec top --once --json` while two re-hosted processes run:
 // every CPU has at most one owner, no thread owns two CPUs, and the OpenMP
@@ -305,10 +254,11 @@ TEST(TwoProcesses, IdleWorkerSleepsWhenTheCpuIsWanted) {
     idle_env["KMP_BLOCKTIME"] = "60000";
     {
         Subprocess idle({program("omp_features", "clang"), "reduction", "sleep"}, idle_env);
-        Subprocess busy({program("omp_spin", "gcc"), "4"}, env);
-        std::this_thread::sleep_for(1500ms); // past the region, both in the segment
-        ASSERT_TRUE(idle.running());
-        ASSERT_TRUE(busy.running());
+        Subprocess busy({program("omp_spin", "gcc"), "20"}, env);
+        // Past the idle process's region (its worker now waits for the next
+        // one), and the busy team is up.
+        ASSERT_TRUE(idle.wait_for_line("ok reduction", 60s));
+        ASSERT_TRUE(busy.wait_for_line("first region done", 60s));
         std::map<pid_t, nlohmann::json> first = top_processes(env);
         ASSERT_TRUE(first.contains(idle.pid())) << "the idle process is not in the segment";
         std::this_thread::sleep_for(1s);
@@ -318,12 +268,13 @@ TEST(TwoProcesses, IdleWorkerSleepsWhenTheCpuIsWanted) {
             return procs.at(idle.pid()).at("handoffs").get<uint64_t>();
         };
         // The busy process takes a turn every quantum; a requeued spinner would
-        // get the CPU back at most of them.
+        // get the CPU back at most of them (tens in the second), a sleeper at
+        // none. A loaded machine makes for fewer turns, not more.
         EXPECT_LE(handoffs(second) - handoffs(first), 2u)
             << "the idle worker kept taking the CPU back";
         EXPECT_EQ(second.at(idle.pid()).at("ready").get<int64_t>(), 0)
             << "the idle worker is ready work";
-        EXPECT_EQ(busy.wait(60s).exit_code, 0);
+        ASSERT_TRUE(busy.running()) << "the busy team ended before the second sample";
     }
     // The idle process, killed above (it sleeps for 30 s), left the segment
     // behind; nobody uses it any more.
@@ -343,8 +294,8 @@ TEST_P(Root, SleepingRootHoldsNoCpu) {
     env["COEXEC_OMP_ROOT"] = GetParam();
     {
         Subprocess sleeper({program("omp_features", "clang"), "reduction", "sleep"}, env);
-        std::this_thread::sleep_for(1s); // past its region, into the sleep
-        ASSERT_TRUE(sleeper.running());
+        // Past its region, into the sleep.
+        ASSERT_TRUE(sleeper.wait_for_line("ok reduction", 60s));
         const ProcessResult other =
             run({program("omp_features", "gcc"), "oversubscribed", "reduction"}, env, 20s);
         EXPECT_FALSE(other.timed_out) << "the sleeping root kept the only CPU";
@@ -417,11 +368,13 @@ TEST_P(Dynamic, TeamsStayFullWhenAlone) {
 // teams without it keep the size the program asked for.
 TEST_P(Dynamic, TeamsShrinkWhenOthersUseTheCpus) {
     const auto env = rehosted_env("dynbusy" + GetParam());
-    Subprocess busy({program("omp_spin", "clang"), "5"}, env);
-    std::this_thread::sleep_for(300ms); // its team is up
+    // Busy for longer than both counts take on a loaded machine; killed
+    // after them.
+    Subprocess busy({program("omp_spin", "clang"), "60"}, env);
+    ASSERT_TRUE(busy.wait_for_line("first region done", 60s)); // its team is up
     const TeamCounts dynamic = team_counts(GetParam(), env, true);
     const TeamCounts fixed = team_counts(GetParam(), env, false);
-    EXPECT_EQ(busy.wait(60s).exit_code, 0);
+    ASSERT_TRUE(busy.running()) << "the busy team ended before the counts";
     EXPECT_GE(dynamic.one, dynamic.regions / 2)
         << dynamic.regions << " regions, " << dynamic.one << " on one thread";
     EXPECT_EQ(fixed.full, fixed.regions) << "dyn-var false must keep the requested team size";

@@ -67,6 +67,16 @@ void Subprocess::kill_and_reap() {
             std::filesystem::remove(entry.path(), ec);
 }
 
+bool Subprocess::wait_for_line(const std::string& line, std::chrono::milliseconds patience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    for (;;) {
+        for (const std::string& l : lines(slurp(out_path_)))
+            if (l == line) return true;
+        if (!running() || std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
 bool Subprocess::running() {
     if (!reaped_ && waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
     return !reaped_;

@@ -33,6 +33,9 @@ class Subprocess {
     bool running();
     // Waits up to `timeout`, then kills the child; returns its result.
     ProcessResult wait(std::chrono::milliseconds timeout);
+    // Waits until the child's stdout has a line `line` (true), or it exited,
+    // or `patience` ran out (false). The child must flush its lines.
+    bool wait_for_line(const std::string& line, std::chrono::milliseconds patience);
 
   private:
     // SIGKILL, reap, and remove what a killed libomp leaves in /dev/shm.

@@ -326,6 +326,8 @@ static const struct feature* find(const char* name) {
 }
 
 int main(int argc, char** argv) {
+    /* Each "ok" line as it happens: tests wait for them while it runs. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 1) {
         for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i) {
             features[i].run();

@@ -1,6 +1,7 @@
 /* Keeps an OpenMP team busy with regions and barriers for a while and checks
  * every result. Usage: omp_spin SECONDS [ITERATIONS] (loop iterations between
- * two barriers, default 20000). Prints "regions N" and exits 0, or exits 1 on
+ * two barriers, default 20000). Prints "first region done" once its team
+ * has run a region, then "regions N" and exits 0, or exits 1 on
  * a wrong result and 2 on bad arguments. */
 #include <omp.h>
 #include <stdio.h>
@@ -37,7 +38,11 @@ int main(int argc, char** argv) {
             fprintf(stderr, "omp_spin: wrong sum %ld\n", sum);
             return 1;
         }
-        ++regions;
+        if (++regions == 1) {
+            /* Its team has run a whole region: tests wait for this line. */
+            printf("first region done\n");
+            fflush(stdout);
+        }
     }
     printf("regions %ld\n", regions);
     return 0;
