@@ -44,6 +44,26 @@ void spin_for(std::chrono::microseconds micros) {
     }
 }
 
+// The CPUs the process may run on.
+int usable_cpus() {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+// Called by the main thread from an item of an algorithm, so that a worker
+// runs some of the others however late it comes (on a loaded machine the
+// main thread could otherwise run them all): waits until `seen()` says a
+// worker ran one. Gives up after a minute, a hang-catcher (a worker comes
+// within milliseconds). Returns at once on one CPU, where TBB's default
+// arena has no worker.
+template <class Seen>
+void wait_for_a_worker(Seen seen) {
+    if (usable_cpus() < 2) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!seen() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 // Tracks how many threads are inside a section at once.
 class ConcurrencyMeter {
   public:
@@ -234,7 +254,8 @@ int scenario_worker_identity() {
     sched_getaffinity(0, sizeof process, &process);
     oneapi::tbb::parallel_for(0, 200, [&](int) {
         spin_for(std::chrono::microseconds(500));
-        if (pthread_equal(pthread_self(), main_thread)) return;
+        if (pthread_equal(pthread_self(), main_thread))
+            return wait_for_a_worker([&] { return attached + unattached > 0; });
         const bool is_task = nosv_self != nullptr && nosv_self() != nullptr;
         (is_task ? attached : unattached).fetch_add(1, std::memory_order_relaxed);
         // Pinned: the kernel's mask (the system call). What the worker
@@ -281,10 +302,15 @@ int scenario_master_identity() {
     };
     oneapi::tbb::parallel_for(0, 200, [&](int) { item(); });
     const char* in_for = verdict();
-    oneapi::tbb::task_group group;
-    for (int i = 0; i < 100; ++i)
-        group.run(item);
-    group.wait();
+    // In an arena of one slot, which no worker joins: a worker could
+    // otherwise take every item before the main thread gets to its wait.
+    oneapi::tbb::task_arena alone(1);
+    alone.execute([&] {
+        oneapi::tbb::task_group group;
+        for (int i = 0; i < 100; ++i)
+            group.run(item);
+        group.wait();
+    });
     const char* in_wait = verdict();
     cpu_set_t after;
     CPU_ZERO(&after);
@@ -304,7 +330,10 @@ int scenario_worker_peak() {
             const bool worker = !pthread_equal(pthread_self(), main_thread);
             if (worker) meter.enter();
             spin_for(std::chrono::microseconds(500));
-            if (worker) meter.leave();
+            if (worker)
+                meter.leave();
+            else
+                wait_for_a_worker([&] { return meter.peak() > 0; });
         });
     });
     std::printf("worker_peak %d\n", meter.peak());
