@@ -304,7 +304,15 @@ void events_user_gate(const PoclDevice& d, const cl::Program& p) {
     cl::Event done;
     q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(host.size()), cl::NullRange, &wait, &done);
     q.flush();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // A command flushed after it, on another queue, runs to the end first:
+    // the device has had its turn at the gated kernel, which must wait.
+    cl::CommandQueue other(d.context, d.device);
+    std::vector<int> other_host(256, 0);
+    cl::Buffer other_b = buffer_from(d, other_host);
+    cl::Kernel other_k(p, "add_scalar");
+    other_k.setArg(0, other_b), other_k.setArg(1, 1);
+    other.enqueueNDRangeKernel(other_k, cl::NullRange, cl::NDRange(other_host.size()));
+    other.finish();
     check(done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() != CL_COMPLETE,
           "kernel ran before its user event");
     gate.setStatus(CL_COMPLETE);
