@@ -243,14 +243,18 @@ bool top_shows_pocl_of(pid_t pid, std::string& sample) {
 TEST(PoclAdapter, TopShowsWorkersLabelledPocl) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
     const fs::path stop = Scratch::dir / "stop-hold";
+    // A worker holds its CPU from when it starts the hold's native kernel
+    // until the stop file exists: look until top shows it, the workload
+    // ended early, or a minute passed (a hang-catcher: it takes well under a
+    // second).
     Child child(workload({"hold", stop.string()}, Mode::Adapter), Scratch::dir.string());
     const pid_t pid = child.pid();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
     bool seen = false;
     std::string last_sample;
-    for (int sample = 0; sample < 400 && !seen; ++sample) {
-        seen = top_shows_pocl_of(pid, last_sample);
-        if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
+    while (!(seen = top_shows_pocl_of(pid, last_sample)) && !child.exited() &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
     std::ofstream(stop.string()).put('\n');
     Outcome o = child.wait();
     EXPECT_EQ(o.exit_code, 0) << o.err;

@@ -48,6 +48,13 @@ Child::~Child() {
     waitpid(pid_, nullptr, 0);
 }
 
+bool Child::exited() const {
+    siginfo_t info{};
+    // WNOWAIT: a look only, wait() still reaps it.
+    return waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == pid_;
+}
+
 Outcome Child::wait() {
     Outcome outcome;
     int status = 0;

@@ -35,6 +35,8 @@ class Child {
     ~Child();
 
     pid_t pid() const { return pid_; }
+    // Whether the child has ended; it stays to be reaped by wait().
+    bool exited() const;
     // Waits for the child to end and collects its output.
     Outcome wait();
 

@@ -429,22 +429,35 @@ void scenario_identity(const PoclDevice& d) {
                 coexec_identity_of_this_thread().c_str());
 }
 
-// Keeps PoCL's workers busy until `stop_file` exists (at most ~2000 kernels),
-// so that a test can watch them in `coexec top`.
-void scenario_hold(const PoclDevice& d, const cl::Program& p, const char* stop_file) {
+// The argument block of the hold's native kernel (copied, like NativeArgs).
+struct HoldArgs {
+    const char* stop_file; // outlives the kernel: the scenario waits for it
+    pid_t parent;
+};
+
+// Returns once `stop_file` exists, or once the program that started this
+// one is gone (this one would then wait forever), looking every
+// millisecond. The thread keeps its coexec CPU all the while: coexec does
+// not see a sleep in the kernel.
+void CL_CALLBACK hold_native(void* p) {
+    const auto* args = static_cast<HoldArgs*>(p);
+    while (access(args->stop_file, F_OK) != 0 && getppid() == args->parent)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// Keeps a PoCL worker on its CPU, in a native kernel, until `stop_file`
+// exists, so that a test can watch it in `coexec top`.
+void scenario_hold(const PoclDevice& d, const char* stop_file) {
+    check((d.device.getInfo<CL_DEVICE_EXECUTION_CAPABILITIES>() & CL_EXEC_NATIVE_KERNEL) != 0,
+          "hold needs native kernels");
     cl::CommandQueue q(d.context, d.device);
-    std::vector<int> host(4096, 1);
-    cl::Buffer b = buffer_from(d, host);
-    cl::Kernel k(p, "spin");
-    k.setArg(0, b), k.setArg(1, 20000);
+    HoldArgs args{stop_file, getppid()};
+    std::pair<void*, size_t> arg_block(&args, sizeof args);
+    cl::Event ev;
+    q.enqueueNativeKernel(hold_native, arg_block, nullptr, nullptr, nullptr, &ev);
     std::printf("hold running\n");
     std::fflush(stdout);
-    int runs = 0;
-    while (runs < 2000 && access(stop_file, F_OK) != 0) {
-        q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(host.size()));
-        q.finish();
-        ++runs;
-    }
+    ev.wait();
     std::printf("hold done\n");
 }
 
@@ -497,6 +510,7 @@ int run(int argc, char** argv) {
                0;
     PoclDevice d;
     if (scenario == "identity") return scenario_identity(d), 0;
+    if (scenario == "hold") return scenario_hold(d, argv[2]), 0;
     cl::Program p = d.build(kKernels);
     if (scenario == "shapes") scenario_shapes(d, p);
     if (scenario == "queues")
@@ -505,7 +519,6 @@ int run(int argc, char** argv) {
     if (scenario == "events") scenario_events(d, p);
     if (scenario == "openmp") scenario_openmp(d, p, parse_count(argv[2], "TASKS", 100000));
     if (scenario == "tbb") scenario_tbb(d, p, parse_count(argv[2], "TASKS", 100000));
-    if (scenario == "hold") scenario_hold(d, p, argv[2]);
     if (scenario == "regions-and-kernels")
         scenario_regions_and_kernels(d, p, parse_count(argv[2], "ROUNDS", 100000));
     return 0;
