@@ -10,10 +10,6 @@
 // pids, tids, counts, shares). Values that only a header the CLI accepts
 // bounds (the NUMA count, the unheld CPUs) are checked only for such a
 // header (tools/segment_access.cpp, shm/segment.cpp).
-//
-// Ranges the reader does not keep today are listed in kKnownGaps: each is
-// reported once per run on stderr instead of failing, unless
-// COEXEC_FUZZ_STRICT=1. Remove an entry once tools/ keeps that range.
 #include "fuzz_support.hpp"
 #include "segment_edits.hpp"
 #include "tools/snapshot.hpp"
@@ -21,7 +17,6 @@
 
 #include <cstdlib>
 #include <iterator>
-#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -30,24 +25,8 @@ namespace {
 using namespace coexec;
 using namespace coexec::fuzz;
 
-// Properties the reader cannot keep for every input: reported, not failing.
-const std::set<std::string, std::less<>> kKnownGaps = {
-    // A header with CPUs but numa_count 0, which open_existing() and
-    // accepted_by_cli() accept, leaves no NUMA node in range: the reader
-    // shows each CPU's node as unknown ("?"), but CpuRow::numa holds 0.
-    "cpu.numa",
-};
-
 void violated(const char* id, const std::string& detail) {
-    static const bool strict = std::getenv("COEXEC_FUZZ_STRICT") != nullptr;
-    if (strict || !kKnownGaps.count(std::string_view(id)))
-        fail(std::string("the reader shows ") + id + " out of range: " + detail);
-    static std::set<std::string> reported;
-    if (reported.insert(id).second)
-        std::fprintf(stderr,
-                     "segment_reader: known gap %s: %s (not failing; COEXEC_FUZZ_STRICT=1 makes it "
-                     "fail)\n",
-                     id, detail.c_str());
+    fail(std::string("the reader shows ") + id + " out of range: " + detail);
 }
 
 #define EXPECT_RANGE(ok, id, detail)                                                               \
@@ -64,8 +43,8 @@ bool accepted_by_cli(const shm::Header& h) {
     return h.magic.load() == shm::kMagic && h.abi_version == shm::kAbiVersion &&
            h.total_size == sizeof(shm::Segment) && h.cpu_count >= 0 &&
            h.cpu_count <= shm::kMaxCpus && h.numa_count >= 0 && h.numa_count <= shm::kMaxNuma &&
-           h.max_procs == shm::kMaxProcs && h.max_threads == shm::kMaxThreads &&
-           h.max_cpus == shm::kMaxCpus;
+           (h.cpu_count == 0 || h.numa_count > 0) && h.max_procs == shm::kMaxProcs &&
+           h.max_threads == shm::kMaxThreads && h.max_cpus == shm::kMaxCpus;
 }
 
 bool one_of(const std::string& value, std::initializer_list<const char*> names) {
