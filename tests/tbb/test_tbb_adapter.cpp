@@ -211,8 +211,11 @@ bool have_cli() {
     return std::filesystem::exists(COEXEC_CLI);
 }
 
+// The hold scenario's workers spin without a scheduling point until told to
+// stop, so they hold their CPUs whenever top looks.
 TEST(TbbAdapter, CoexecTopLabelsTheWorkersTbb) {
     if (!have_cli()) GTEST_SKIP() << "coexec CLI not built: " << COEXEC_CLI;
+    if (usable_cpus() < 2) GTEST_SKIP() << "TBB starts no worker on one CPU";
     ChildProcess child({TBB_SCENARIOS, "hold"}, adapted());
     ASSERT_TRUE(child.wait_for_line("busy", scenario_timeout));
     const Outcome top = run_command({COEXEC_CLI, "top", "--once", "--json"}, {}, 30s);
