@@ -362,6 +362,12 @@ def oversubscribed_share(setup, mode, segment, samples=200):
         for p in procs:
             p.kill()
             p.wait()
+            # What a killed libomp leaves behind.
+            for leftover in Path("/dev/shm").glob(f"__KMP_REGISTERED_LIB_{p.pid}_*"):
+                leftover.unlink(missing_ok=True)
+        if mode == "coexec":  # the killed processes left their segment behind
+            subprocess.run([str(setup.build / "bin/coexec"), "reset"], env=env,
+                           capture_output=True, timeout=60)
     return over / taken if taken else float("nan")
 
 

@@ -368,13 +368,18 @@ TEST_P(Dynamic, TeamsStayFullWhenAlone) {
 // teams without it keep the size the program asked for.
 TEST_P(Dynamic, TeamsShrinkWhenOthersUseTheCpus) {
     const auto env = rehosted_env("dynbusy" + GetParam());
-    // Busy for longer than both counts take on a loaded machine; killed
-    // after them.
-    Subprocess busy({program("omp_spin", "clang"), "60"}, env);
-    ASSERT_TRUE(busy.wait_for_line("first region done", 60s)); // its team is up
-    const TeamCounts dynamic = team_counts(GetParam(), env, true);
-    const TeamCounts fixed = team_counts(GetParam(), env, false);
-    ASSERT_TRUE(busy.running()) << "the busy team ended before the counts";
+    TeamCounts dynamic, fixed;
+    {
+        // Busy for longer than both counts take on a loaded machine; killed
+        // after them.
+        Subprocess busy({program("omp_spin", "clang"), "60"}, env);
+        ASSERT_TRUE(busy.wait_for_line("first region done", 60s)); // its team is up
+        dynamic = team_counts(GetParam(), env, true);
+        fixed = team_counts(GetParam(), env, false);
+        EXPECT_TRUE(busy.running()) << "the busy team ended before the counts";
+    }
+    // The killed busy process left the segment behind; nobody uses it any more.
+    EXPECT_EQ(run({kCoexecCli, "reset"}, env, 30s).exit_code, 0);
     EXPECT_GE(dynamic.one, dynamic.regions / 2)
         << dynamic.regions << " regions, " << dynamic.one << " on one thread";
     EXPECT_EQ(fixed.full, fixed.regions) << "dyn-var false must keep the requested team size";
