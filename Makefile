@@ -92,15 +92,15 @@ test-sanitize: deps
 	  $(SHM_CHECK) ctest --test-dir $(ASAN_BUILD) --output-on-failure --timeout 600 -L substrate
 
 # The build types users pick, with both compilers, must compile without a
-# warning: the substrate, CLI, tests, examples and substrate benchmarks (the
-# adapters take too long to build three more times). The examples run as a
-# smoke test of each build.
+# warning: the substrate, the CLI and the examples (the main, sanitizer and
+# fuzz builds compile the tests; the adapters take too long to build twice
+# more). The examples run as a smoke test of each build.
 test-builds: $(addprefix test-build-,$(TEST_BUILDS))
 
 $(addprefix test-build-,$(TEST_BUILDS)): test-build-%: deps
 	$(build-$*-compilers) cmake -S . -B build-$* -DCMAKE_BUILD_TYPE=$(build-$*-type) \
 	  -DCOEXEC_WERROR=ON $(SUBSTRATE_ONLY) >/dev/null
-	cmake --build build-$* -j$(JOBS)
+	cmake --build build-$* -j$(JOBS) --target coexec_examples coexec_cli
 	$(SHM_CHECK) ctest --test-dir build-$* --output-on-failure --timeout 120 -R '^example\.'
 
 # libFuzzer targets (tests/fuzz) with clang, ASan and UBSan: every committed
