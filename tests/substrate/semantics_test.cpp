@@ -139,11 +139,10 @@ TEST(ApiSemantics, DeadlineWakeBeforeTheTaskSleepsEndsItsNextWaitfor) {
     ASSERT_EQ(nosv_create(&t, type, sizeof(Sleeps), 0), NOSV_SUCCESS);
     ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_DEADLINE_WAKE), NOSV_SUCCESS);
     ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    // Only the wake ends the 60 s sleep within the wait's patience.
     ASSERT_TRUE(wait_until([] { return g_sleepers_done.load() == 1; }))
         << "the early wake was lost: the task sleeps its 60 s";
     auto* s = static_cast<Sleeps*>(nosv_get_task_metadata(t));
-    // Only the wake ends the sleep before its 60 s.
-    EXPECT_LT(s->first_ns, kLongSleepNs);
     EXPECT_GE(s->second_ns, kShortSleepNs) << "one wake ended two sleeps";
     EXPECT_EQ(nosv_destroy(t, 0), NOSV_SUCCESS);
 
@@ -162,7 +161,6 @@ TEST(ApiSemantics, DeadlineWakeBeforeTheTaskSleepsEndsItsNextWaitfor) {
         << g_sleepers_done.load() << " of " << n << " woke";
     for (auto task : tasks) {
         auto* sl = static_cast<Sleeps*>(nosv_get_task_metadata(task));
-        EXPECT_LT(sl->first_ns, kLongSleepNs);
         EXPECT_GE(sl->second_ns, kShortSleepNs);
         EXPECT_EQ(nosv_destroy(task, 0), NOSV_SUCCESS);
     }
