@@ -172,10 +172,11 @@ class Instance {
 // beyond any correct run, so that only a hang reaches it.
 inline constexpr auto kPatience = std::chrono::seconds(20);
 
-// Waits, from outside any task, until `done()` or kPatience passed.
+// Waits, from outside any task, until `done()` or `patience` (kPatience
+// unless the awaited event is itself due later) passed.
 template <class Done>
-bool wait_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+bool wait_until(Done done, std::chrono::nanoseconds patience = kPatience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
     while (!done()) {
         if (std::chrono::steady_clock::now() > deadline) return false;
         std::this_thread::sleep_for(std::chrono::microseconds(200));
