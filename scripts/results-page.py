@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Writes docs/results.md from the result files of the oversubscription benchmarks.
+
+Each folder benchmarks/oversubscription/results/YYYY-MM-DD-<commit>/ becomes a section,
+newest first. Its meta.json names the machine and, for each CSV (run.py's results.csv
+format) and each Markdown page to include, a title, the command and what it holds. Every
+CSV becomes a table of steady seconds: each mode's median [min–max] over the repeats,
+coexec / better (coexec's median over the lower of native's and passive's medians) and
+whether coexec's min–max range is apart from the better mode's. The arithmetic is
+run.py's, read through versus_better.py. PNG files are shown, and every file is linked.
+
+usage: results-page.py [-o OUTPUT] [--results DIR]
+  (default: docs/results.md from benchmarks/oversubscription/results)"""
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree (ctest runs this)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks", "oversubscription")
+sys.path.insert(0, BENCH)
+import run  # noqa: E402  (the runner: medians, spreads, coexec / better, the range marks)
+import versus_better  # noqa: E402  (reads a results.csv into run.Result objects)
+
+FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2})-([0-9a-f]{7,40})$")
+MODES = ("alone", "native", "passive", "static", "coexec")
+KIND = "steady"
+COMMAND = "python3 scripts/results-page.py"
+
+INTRO = f"""\
+# Results
+
+Measurements of the mixed-runtime benchmarks, one section for each results folder, named
+by the date and the commit measured; [oversubscription.md](oversubscription.md) explains
+the scenarios, the modes and the launch-inclusive ideal. Each cell is in steady seconds
+(the programs' own solve or training loop, without start-up): the median over the repeats
+and [min–max]. *alone* is the same work done by one runtime, or by each process on its
+own, one after the other. *coexec / better* is coexec's median over the lower of native's
+and passive's medians: below 1 coexec is faster than the better of the two; above 1.05 it
+is in bold. *ranges* says whether coexec's min–max range overlaps the better mode's (the
+difference is within the noise) or is apart from it. The page is generated from the files
+it links: `{COMMAND}` writes it, and the ctest
+`docs.results_page` fails when the page differs from what the script writes."""
+
+
+def fmt(result):
+    """A mode's median [min–max], or a dash without data."""
+    if result is None or run.median(result, KIND) is None:
+        return "–"
+    lo, hi = run.spread(result, KIND)
+    return f"{run.median(result, KIND):.2f} [{lo:.2f}–{hi:.2f}]"
+
+
+def repeats(row, modes):
+    """The repeats each mode has: one number when all have as many."""
+    counts = {m: len(row[m].values(KIND)) for m in modes if m in row}
+    if len(set(counts.values())) == 1:
+        return str(next(iter(counts.values())))
+    return ", ".join(f"{m} {n}" for m, n in counts.items())
+
+
+def table(path):
+    """The Markdown table of one run.py results.csv, and a sentence that sums it up."""
+    rows, _ = versus_better.load(path)
+    modes = [m for m in MODES if any(m in row for row in rows.values())]
+    lines = ["| scenario | repeats | " + " | ".join(modes) + " | coexec / better | ranges |",
+             "|---" * (len(modes) + 4) + "|"]
+    ratios, marks = [], {}
+    for name, row in rows.items():
+        ratio = run.versus_better(row, KIND)
+        mark = run.noise_mark(row, KIND)
+        if ratio is None:
+            shown = "–"
+        else:
+            ratios.append(ratio)
+            shown = f"**{ratio:.3f}**" if ratio > 1.05 else f"{ratio:.3f}"
+        marks[mark] = marks.get(mark, 0) + 1
+        lines.append(f"| {name} | {repeats(row, modes)} | "
+                     + " | ".join(fmt(row.get(m)) for m in modes)
+                     + f" | {shown} | {versus_better.RANGES[mark]} |")
+    summary = (f"{len(rows)} scenarios; coexec / better from {min(ratios):.3f} to "
+               f"{max(ratios):.3f}; coexec's range apart and faster in {marks.get('<', 0)}, "
+               f"overlapping in {marks.get('~', 0)}, apart and slower in {marks.get('>', 0)}."
+               if ratios else f"{len(rows)} scenarios; no coexec / better.")
+    return "\n".join(lines), summary
+
+
+def included_page(path):
+    """A Markdown file's text, its command lines ("python3 ... (note):") set as code."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().rstrip("\n").splitlines():
+            m = re.match(r"^(python3 .*?) \((.*)\):$", line)
+            out.append(f"`{m[1]}` ({m[2]}):" if m else line)
+    return "\n".join(out)
+
+
+def section(results, name):
+    date, commit = FOLDER.match(name).groups()
+    folder = os.path.join(results, name)
+    meta_path = os.path.join(folder, "meta.json")
+    meta = {}
+    if os.path.exists(meta_path):
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+        if (meta.get("date"), meta.get("commit")) != (date, commit):
+            raise SystemExit(f"results-page.py: {meta_path} names {meta.get('date')} "
+                             f"{meta.get('commit')}, its folder {date} {commit}")
+    link = os.path.relpath(folder, os.path.join(ROOT, "docs")).replace(os.sep, "/")
+    files = sorted(os.listdir(folder))
+    out = [f"## {date}, commit {commit}", "",
+           f"Machine: {meta.get('machine', 'not recorded')}. Data: [{name}/]({link}/) ("
+           + ", ".join(f"[{f}]({link}/{f})" for f in files) + ")."]
+    tables = meta.get("tables", {})
+    csvs = [f for f in tables if f in files] + [f for f in files
+                                                if f.endswith(".csv") and f not in tables]
+    for csv_name in csvs:
+        about = tables.get(csv_name, {})
+        text, summary = table(os.path.join(folder, csv_name))
+        out += ["", f"### {about.get('title', csv_name)}", ""]
+        if "command" in about:
+            out += [f"`{about['command']}` ([{csv_name}]({link}/{csv_name})). "
+                    + about.get("about", ""), ""]
+        else:
+            out += [f"[{csv_name}]({link}/{csv_name}).", ""]
+        out += [text, "", summary]
+    for page, about in meta.get("pages", {}).items():
+        if page not in files:
+            raise SystemExit(f"results-page.py: {meta_path} names {page}, not in {folder}")
+        out += ["", f"### {about.get('title', page)}", "",
+                f"[{page}]({link}/{page}): {about.get('about', '')}".rstrip(), "",
+                included_page(os.path.join(folder, page))]
+    order = ["fig6.png", "fig7.png", "fig8.png", "everyday.png", "python.png"]  # run.py's
+    pngs = sorted((f for f in files if f.endswith(".png")),
+                  key=lambda f: (order.index(f) if f in order else len(order), f))
+    if pngs:
+        out += ["", "### Plots", "", "Steady seconds, median and min–max bars, as run.py draws them.", ""]
+        out += [f"![{f[:-4]}]({link}/{f})" for f in pngs]
+    return "\n".join(out)
+
+
+def page(results):
+    names = sorted((n for n in os.listdir(results)
+                    if FOLDER.match(n) and os.path.isdir(os.path.join(results, n))),
+                   reverse=True)
+    if not names:
+        raise SystemExit(f"results-page.py: no YYYY-MM-DD-<commit> folder in {results}")
+    return INTRO + "\n\n" + "\n\n".join(section(results, n) for n in names) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-o", "--output", default=os.path.join(ROOT, "docs", "results.md"),
+                    help="the page to write (default: docs/results.md)")
+    ap.add_argument("--results", default=os.path.join(BENCH, "results"),
+                    help="the folder of YYYY-MM-DD-<commit> results folders "
+                         "(default: benchmarks/oversubscription/results)")
+    a = ap.parse_args()
+    text = page(a.results)
+    with open(a.output, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
