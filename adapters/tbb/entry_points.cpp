@@ -2,25 +2,25 @@
 // through its weak references when the library is preloaded).
 
 #include "master.h"
+#include "membership.h"
 #include "rml_interface.h"
 #include "server.h"
-#include "session.h"
 
 #include <new>
 
 using coexec::tbb_rml::factory;
 using coexec::tbb_rml::Server;
-using coexec::tbb_rml::Session;
 using coexec::tbb_rml::tbb_client;
 using coexec::tbb_rml::tbb_factory;
 using coexec::tbb_rml::tbb_server;
+using coexec::tbb_rml::TbbMembership;
 using coexec::tbb_rml::version_type;
 
 extern "C" {
 
 // Opens the factory for a client of `client_version`. Succeeds only when
 // coexec is running for this process: any other status makes TBB fall back to
-// its private server (silently, so the one line comes from Session).
+// its private server (silently, so the one line comes from TbbMembership).
 __attribute__((visibility("default"))) factory::status_type
 __RML_open_factory(factory& f, version_type& server_version, version_type client_version) {
     server_version = coexec::tbb_rml::server_version;
@@ -33,14 +33,14 @@ __RML_open_factory(factory& f, version_type& server_version, version_type client
                                   client_version, coexec::tbb_rml::supported_client_version);
         return factory::st_incompatible;
     }
-    return Session::get().start() ? factory::st_success : factory::st_not_found;
+    return TbbMembership::get().start() ? factory::st_success : factory::st_not_found;
 }
 
 // Called when TBB releases its resources (normally at exit).
 __attribute__((visibility("default"))) factory::status_type __RML_close_factory(factory&) {
     // Usually on the main thread at exit, which no thread-exit hook detaches.
     coexec::tbb_rml::release_master_thread();
-    Session::get().stop();
+    TbbMembership::get().stop();
     return factory::st_success;
 }
 
@@ -48,12 +48,12 @@ __attribute__((visibility("default"))) factory::status_type __RML_close_factory(
 // (with a warning of its own) on any status but st_success.
 __attribute__((visibility("default"))) factory::status_type
 __TBB_make_rml_server(tbb_factory&, tbb_server*& server, tbb_client& client) {
-    Session& session = Session::get();
-    if (!session.active()) return factory::st_not_found;
+    TbbMembership& membership = TbbMembership::get();
+    if (!membership.active()) return factory::st_not_found;
     Server* created = new (std::nothrow) Server(client);
     if (created == nullptr) return factory::st_not_found;
     server = created;
-    if (session.verbose())
+    if (membership.verbose())
         coexec::tbb_rml::log_line("TBB connected: its workers are coexec threads (up to %u, "
                                   "default concurrency %u)",
                                   client.max_job_count(), created->default_concurrency());

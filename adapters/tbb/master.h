@@ -12,13 +12,13 @@ namespace coexec::tbb_rml {
 // makes it one: the first time it attaches (label "tbb", keeping its own
 // affinity outside coexec), later it takes a CPU again. When the outermost
 // one ends, the first such thread of the process to attach (the main thread
-// most often) keeps its CPU, as an OpenMP root does between regions
-// (coexec_keep_cpu): its serial code, an OpenMP region it opens, run there,
-// and coexec takes the CPU only if that lasts long while others wait. The
-// others lend it (coexec_lend_cpu), so that work that needs a CPU claims it
-// at once: a program may have hundreds of threads that call TBB, and kept
-// CPUs would stay out of their reach for tens of milliseconds each.
-// Nothing happens on TBB's workers, on threads that others attached, after
+// most often; once it detaches, the next one to attach) keeps its CPU, as an
+// OpenMP root does between regions (coexec_keep_cpu): its serial code, an
+// OpenMP region it opens, run there, and coexec takes the CPU only if that
+// lasts long while others wait. The others lend it (coexec_lend_cpu), so
+// that work that needs a CPU claims it at once: a program may have hundreds
+// of threads that call TBB, and kept CPUs would stay out of their reach for
+// tens of milliseconds each. Nothing happens on TBB's workers, on threads that others attached, after
 // COEXEC_TBB_MASTER=off, or when coexec does not run.
 class MasterSection {
   public:

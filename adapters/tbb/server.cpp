@@ -1,7 +1,7 @@
 #include "server.h"
 
 #include "hosted_thread.h"
-#include "session.h"
+#include "membership.h"
 
 #include <coexec/ext.h>
 #include <nosv/hwinfo.h>
@@ -138,11 +138,11 @@ void Worker::detach() {
 
 Server::Server(tbb_client& client)
     : client_(client), max_workers_(client.max_job_count()), stack_size_(client.min_stack_size()) {
-    Session::get().server_created();
+    TbbMembership::get().server_created();
 }
 
 Server::~Server() {
-    Session::get().server_destroyed();
+    TbbMembership::get().server_destroyed();
 }
 
 unsigned Server::default_concurrency() const {

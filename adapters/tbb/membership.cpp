@@ -1,4 +1,4 @@
-#include "session.h"
+#include "membership.h"
 
 #include <coexec/ext.h>
 #include <nosv.h>
@@ -20,7 +20,7 @@ bool env_flag(const char* name) {
 }
 
 // Serialises start() and stop(); they run once or twice per process.
-std::mutex& session_mutex() {
+std::mutex& start_stop_mutex() {
     static std::mutex mutex;
     return mutex;
 }
@@ -37,16 +37,16 @@ void log_line(const char* format, ...) {
     std::fprintf(stderr, "coexec tbb: %s\n", text);
 }
 
-Session& Session::get() {
+TbbMembership& TbbMembership::get() {
     // Never destroyed: worker threads may still use it while exit() runs.
-    static Session* session = new Session();
-    return *session;
+    static TbbMembership* membership = new TbbMembership();
+    return *membership;
 }
 
-Session::Session() : verbose_(env_flag("COEXEC_VERBOSE")) {}
+TbbMembership::TbbMembership() : verbose_(env_flag("COEXEC_VERBOSE")) {}
 
-bool Session::start() {
-    std::lock_guard lock(session_mutex());
+bool TbbMembership::start() {
+    std::lock_guard lock(start_stop_mutex());
     if (active_.load(std::memory_order_relaxed)) return true;
     if (failed_.load(std::memory_order_relaxed)) return false;
     if (env_flag("COEXEC_DISABLE")) {
@@ -65,8 +65,8 @@ bool Session::start() {
     return true;
 }
 
-void Session::stop() {
-    std::lock_guard lock(session_mutex());
+void TbbMembership::stop() {
+    std::lock_guard lock(start_stop_mutex());
     if (!active_.load(std::memory_order_relaxed)) return;
     if (live_servers_.load(std::memory_order_acquire) > 0) {
         if (verbose_) log_line("TBB closed while its workers still run; staying joined");

@@ -1,19 +1,20 @@
-// The adapter's connection to coexec: whether it may start, starting it once,
-// stopping it when TBB lets go, and the one-line messages on stderr.
+// This process's membership of coexec on behalf of TBB: whether it may join,
+// joining once, leaving when TBB lets go, and the one-line messages on stderr.
 #pragma once
 
 #include <atomic>
 
 namespace coexec::tbb_rml {
 
-// Process-wide state of the adapter's coexec session. One instance (the
-// entry points use Session::get()); all members are thread-safe.
-class Session {
+// Whether this process is a member of coexec for TBB's sake, and what still
+// needs it to stay one (live servers, attached masters, the keeper). One
+// instance (TbbMembership::get()); every method is thread-safe.
+class TbbMembership {
   public:
-    static Session& get();
+    static TbbMembership& get();
 
-    // Joins coexec unless COEXEC_DISABLE=1 or nosv_init() fails; in those
-    // cases prints one line on stderr and returns false. Idempotent.
+    // Joins coexec unless COEXEC_DISABLE=1 or coexec_init_quiet() fails; in
+    // those cases prints one line on stderr and returns false. Idempotent.
     bool start();
 
     // Leaves coexec if start() joined it and no server is alive any more.
@@ -43,7 +44,7 @@ class Session {
     bool verbose() const { return verbose_; }
 
   private:
-    Session();
+    TbbMembership();
 
     const bool verbose_;
     std::atomic<bool> active_{false};
