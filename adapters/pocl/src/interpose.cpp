@@ -3,9 +3,9 @@
 #include "cond_wait.hpp"
 #include "cond_waiters.hpp"
 #include "cpu_release.hpp"
+#include "membership.hpp"
 #include "pocl_modules.hpp"
 #include "real_pthread.hpp"
-#include "session.hpp"
 #include "worker_thread.hpp"
 
 #include <coexec/ext.h>
@@ -25,7 +25,7 @@ COEXEC_POCL_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* a
                                       void* (*start)(void*), void* arg) {
     const void* caller = coexec_pthread_create_caller();
     if (caller == nullptr) caller = COEXEC_POCL_CALLER();
-    if (module_of(caller) == Module::PoclPthread && Session::instance().start())
+    if (module_of(caller) == Module::PoclPthread && PoclMembership::instance().start())
         return create_worker(thread, attr, start, arg);
     return real_pthread().create(thread, attr, start, arg);
 }

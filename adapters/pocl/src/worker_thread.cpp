@@ -1,7 +1,7 @@
 #include "worker_thread.hpp"
 
+#include "membership.hpp"
 #include "real_pthread.hpp"
-#include "session.hpp"
 
 #include <nosv.h>
 
@@ -27,15 +27,15 @@ class Attachment {
         nosv_task_t task = nullptr;
         attached_ = nosv_attach(&task, nullptr, "pocl", NOSV_ATTACH_NONE) == NOSV_SUCCESS;
         if (!attached_) return;
-        Session::instance().worker_attached();
-        if (Session::instance().verbose())
+        PoclMembership::instance().worker_attached();
+        if (PoclMembership::instance().verbose())
             std::fprintf(stderr, "coexec-pocl: worker attached (cpu %d)\n",
                          nosv_get_current_system_cpu());
     }
     ~Attachment() {
         if (!attached_) return;
         nosv_detach(NOSV_DETACH_NONE);
-        Session::instance().worker_detached();
+        PoclMembership::instance().worker_detached();
     }
     Attachment(const Attachment&) = delete;
     Attachment& operator=(const Attachment&) = delete;

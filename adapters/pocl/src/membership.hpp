@@ -9,29 +9,30 @@ namespace coexec::pocl {
 // Starts coexec lazily, when PoCL creates its first worker, so that processes
 // that never use PoCL (a shell under `coexec run --pocl`) never join. When
 // coexec cannot start it says so once on stderr and PoCL keeps its own threads.
-class Session {
+class PoclMembership {
   public:
-    // The process-wide session.
-    static Session& instance();
+    // The one instance in the process.
+    static PoclMembership& instance();
 
     // True when PoCL's workers should become coexec threads. The first call
-    // runs nosv_init() (unless COEXEC_DISABLE=1); later calls are cheap.
+    // joins coexec (coexec_init_quiet(), unless COEXEC_DISABLE=1); later
+    // calls are cheap.
     bool start();
 
     // Bookkeeping of workers that are attached right now, so that the
-    // session only shuts coexec down when none of them can still need it.
+    // destructor only shuts coexec down when none of them can still need it.
     void worker_attached() { live_workers_.fetch_add(1, std::memory_order_relaxed); }
     void worker_detached() { live_workers_.fetch_sub(1, std::memory_order_relaxed); }
 
     // True when COEXEC_VERBOSE=1.
     bool verbose() const { return verbose_; }
 
-    Session(const Session&) = delete;
-    Session& operator=(const Session&) = delete;
+    PoclMembership(const PoclMembership&) = delete;
+    PoclMembership& operator=(const PoclMembership&) = delete;
 
   private:
-    Session();
-    ~Session();
+    PoclMembership();
+    ~PoclMembership();
     void start_once();
 
     std::once_flag once_;

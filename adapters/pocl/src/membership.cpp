@@ -1,4 +1,4 @@
-#include "session.hpp"
+#include "membership.hpp"
 
 #include <coexec/ext.h>
 #include <nosv.h>
@@ -17,27 +17,27 @@ bool env_flag(const char* name) {
 
 } // namespace
 
-Session& Session::instance() {
-    static Session session;
-    return session;
+PoclMembership& PoclMembership::instance() {
+    static PoclMembership membership;
+    return membership;
 }
 
-Session::Session() : verbose_(env_flag("COEXEC_VERBOSE")) {}
+PoclMembership::PoclMembership() : verbose_(env_flag("COEXEC_VERBOSE")) {}
 
-Session::~Session() {
+PoclMembership::~PoclMembership() {
     // Workers still parked in PoCL (it does not join them at exit) belong to a
     // coexec instance that process exit reclaims; shutting down under them
     // would pull the task state from threads that are still alive.
     if (active_ && live_workers_.load(std::memory_order_relaxed) == 0) nosv_shutdown();
 }
 
-bool Session::start() {
+bool PoclMembership::start() {
     // call_once publishes active_ to every caller that returns from it.
     std::call_once(once_, [this] { start_once(); });
     return active_;
 }
 
-void Session::start_once() {
+void PoclMembership::start_once() {
     if (env_flag("COEXEC_DISABLE")) {
         std::fprintf(stderr, "coexec-pocl: COEXEC_DISABLE is set, PoCL keeps its own threads\n");
         return;
