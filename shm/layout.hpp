@@ -34,7 +34,7 @@ inline constexpr int kTraceLabelSize = 24; // label bytes a trace record carries
 // reap), which belong to no CPU.
 inline constexpr int kTraceRings = kMaxCpus + 1;
 inline constexpr int kProcessTraceRing = kMaxCpus;
-inline constexpr int kMaxRecorders = 8; // `coexec record` sessions at once
+inline constexpr int kMaxRecorders = 8; // recorders (`coexec record`) at once
 
 enum class CpuState : uint32_t {
     Free = 0,     // nobody holds it; any submit may claim it
@@ -225,7 +225,7 @@ struct alignas(64) Header {
     // SharedScheduler::claim_join_check() elects one joiner per interval.
     std::atomic<uint64_t> last_join_check_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
-    // How many `coexec record` sessions want ownership changes written to
+    // How many recorders (`coexec record`) want ownership changes written to
     // the trace rings; 0: none are written. On its own cache line: every
     // ownership change reads it, and it changes only when a recorder starts
     // or stops.

@@ -3,7 +3,7 @@
 // trace_to_json() turns into the same trace format as a coexec recording.
 #pragma once
 
-#include "trace_session.hpp"
+#include "trace_recorder.hpp"
 
 #include <cstdint>
 #include <map>

@@ -2,7 +2,7 @@
 #include "commands.hpp"
 #include "native_sampler.hpp"
 #include "trace_json.hpp"
-#include "trace_session.hpp"
+#include "trace_recorder.hpp"
 
 #include "shm/clock.hpp"
 
@@ -248,14 +248,14 @@ int record_command(const GlobalOptions& global, const RecordOptions& options) {
         return 2;
     }
     catch_stop_signals();
-    std::optional<TraceSession> started;
+    std::optional<TraceRecorder> started;
     try {
         started.emplace(*mapping.get(), target->shm_name);
     } catch (const std::exception& e) {
         print_error(e.what());
         return 2;
     }
-    TraceSession& session = *started;
+    TraceRecorder& recorder = *started;
     // Scripts (run.py --trace) wait for this line before starting work.
     std::fprintf(stderr, "coexec record: recording %s%s\n", target->shm_name.c_str(),
                  options.command.empty() && options.duration_s <= 0 ? " (Ctrl-C to stop)" : "");
@@ -265,8 +265,8 @@ int record_command(const GlobalOptions& global, const RecordOptions& options) {
         child = start_command(options.command, child_environment(global));
         if (child < 0) return 127;
     }
-    int status = poll_until_done(options, child, [&] { session.poll(); });
-    return write_and_wait(session.finish(), options, child, status);
+    int status = poll_until_done(options, child, [&] { recorder.poll(); });
+    return write_and_wait(recorder.finish(), options, child, status);
 }
 
 } // namespace coexec::cli

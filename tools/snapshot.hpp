@@ -87,7 +87,7 @@ struct SegmentInfo {
     int unheld_cpus = 0;
     bool unheld_cpus_known = true; // false: outside 0..cpu_count (the field holds 0)
     uint64_t recoveries = 0;
-    uint32_t trace_recorders = 0;      // `coexec record` sessions running
+    uint32_t trace_recorders = 0;      // `coexec record` processes recording it
     bool trace_recorders_known = true; // false: above kMaxRecorders (the field holds 0)
 };
 

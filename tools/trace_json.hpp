@@ -1,7 +1,7 @@
 // A recording as Chrome/Perfetto trace-event JSON (docs/trace.md).
 #pragma once
 
-#include "trace_session.hpp"
+#include "trace_recorder.hpp"
 
 #include <nlohmann/json.hpp>
 

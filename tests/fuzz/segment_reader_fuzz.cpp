@@ -118,7 +118,7 @@ void check_snapshot(const cli::Snapshot& snap, const shm::Header& h) {
     EXPECT_RANGE(one_of(s.isolation, {"process", "user", "group", "public", "?"}),
                  "segment.isolation", "isolation '" + s.isolation + "'");
     EXPECT_RANGE(s.trace_recorders <= uint32_t(shm::kMaxRecorders), "segment.trace_recorders",
-                 "recording " + std::to_string(s.trace_recorders) + " sessions");
+                 std::to_string(s.trace_recorders) + " recorders");
 }
 
 // The SHARE column of `coexec ps --share`: each process's share of the CPU

@@ -1,4 +1,4 @@
-#include "trace_session.hpp"
+#include "trace_recorder.hpp"
 
 #include "shm/clock.hpp"
 
@@ -57,7 +57,7 @@ TraceKind kind_for_held(CpuState st) {
 
 } // namespace
 
-TraceSession::TraceSession(Segment& segment, std::string shm_name)
+TraceRecorder::TraceRecorder(Segment& segment, std::string shm_name)
     : sched_(segment), readers_(kTraceRings) {
     rec_.shm_name = std::move(shm_name);
     Segment& s = segment;
@@ -69,7 +69,7 @@ TraceSession::TraceSession(Segment& segment, std::string shm_name)
         on_ = sched_.add_recorder(::getpid());
         if (!on_)
             throw std::runtime_error("already " + std::to_string(kMaxRecorders) +
-                                     " coexec record sessions on this segment");
+                                     " coexec record processes recording this segment");
         for (int r = 0; r < kTraceRings; ++r)
             readers_[size_t(r)].start(s.traces[r]);
         rec_.start_ns = now_ns();
@@ -110,11 +110,11 @@ TraceSession::TraceSession(Segment& segment, std::string shm_name)
     name_new_threads(0);
 }
 
-TraceSession::~TraceSession() {
+TraceRecorder::~TraceRecorder() {
     if (on_) switch_off();
 }
 
-void TraceSession::switch_off() {
+void TraceRecorder::switch_off() {
     scheduler::WakeList wakes;
     {
         auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
@@ -124,7 +124,7 @@ void TraceSession::switch_off() {
     on_ = false;
 }
 
-void TraceSession::poll() {
+void TraceRecorder::poll() {
     const size_t before = rec_.events.size();
     const uint64_t now = now_ns();
     Segment& s = sched_.segment();
@@ -139,7 +139,7 @@ void TraceSession::poll() {
     name_new_threads(before);
 }
 
-void TraceSession::name_new_threads(size_t from) {
+void TraceRecorder::name_new_threads(size_t from) {
     for (size_t i = from; i < rec_.events.size(); ++i) {
         const TraceEvent& e = rec_.events[i];
         if (e.kind == TraceKind::Join || e.kind == TraceKind::Leave || e.kind == TraceKind::Reap) {
@@ -152,7 +152,7 @@ void TraceSession::name_new_threads(size_t from) {
     }
 }
 
-Recording TraceSession::finish() {
+Recording TraceRecorder::finish() {
     poll();
     if (on_) switch_off();
     rec_.end_ns = now_ns();

@@ -31,19 +31,19 @@ struct Recording {
     uint64_t sample_period_ns = 0; // > 0: sampled (coexec record --native)
 };
 
-// Switches recording on in a segment, reads its rings, and switches it off.
-// The segment must stay mapped for the session's lifetime.
-class TraceSession {
+// A recorder: switches recording on in a segment, reads its rings, and
+// switches it off. The segment must stay mapped for the recorder's lifetime.
+class TraceRecorder {
   public:
     // Switches recording on and notes who holds each CPU and who is a
     // member, all under the segment lock, so that every locked change after
     // this point is in the rings. Throws std::runtime_error when
-    // shm::kMaxRecorders sessions already record the segment.
-    TraceSession(shm::Segment& segment, std::string shm_name);
+    // shm::kMaxRecorders recorders already record the segment.
+    TraceRecorder(shm::Segment& segment, std::string shm_name);
     // Switches recording off if finish() was not called.
-    ~TraceSession();
-    TraceSession(const TraceSession&) = delete;
-    TraceSession& operator=(const TraceSession&) = delete;
+    ~TraceRecorder();
+    TraceRecorder(const TraceRecorder&) = delete;
+    TraceRecorder& operator=(const TraceRecorder&) = delete;
 
     // Reads the records written since the last poll. Poll at least every
     // few milliseconds: a ring holds shm::kTraceRingSize records, and older
