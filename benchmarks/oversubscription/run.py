@@ -146,8 +146,8 @@ def catalogue(long):
     grid2 = "88 88 88" if long else "72 72 72"
     # In fork-join mode a step of this model takes about 53 ms on 2 idle cores (C++ matmuls;
     # the first step is warm-up, outside the steady time). 24 steps next to HPCCG's 72^3
-    # solve give hpccg+gpt2 over 1 s alone (12 steps gave 0.93 s in session 13's quiet make
-    # demo, 18 steps 1.02 s).
+    # solve give hpccg+gpt2 over 1 s alone (12 steps gave 0.93 s in a quiet `make demo`,
+    # 18 steps 1.02 s).
     model = "--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 64 --batch 4"
     shape2 = f"{model} --steps {28 if long else 24}"
     s = []
@@ -544,7 +544,7 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
                 status = f"exit {p.returncode}"
         elapsed = time.monotonic() - start
     except BaseException:
-        # Ctrl-C or SIGTERM (StopSignals). The jobs run in sessions of their own, so no
+        # Ctrl-C or SIGTERM (StopSignals). The jobs were started with setsid(), so no
         # signal reached them: end them and the recorder here.
         kill_all()
         for p in procs:

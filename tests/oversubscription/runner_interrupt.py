@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """run.py stopped by SIGTERM while its jobs run: it exits non-zero with a message, and
-none of its jobs (which run in sessions of their own, out of reach of a terminal's
-Ctrl-C or of a signal to run.py) is left running.
+none of its jobs (started with setsid(), so out of reach of a terminal's Ctrl-C or
+of a signal to run.py) is left running.
 
 Usage: runner_interrupt.py RUNNER BUILD OUT"""
 import os
