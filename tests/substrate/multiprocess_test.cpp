@@ -1,5 +1,5 @@
 // Several processes × threads doing attach/submit/pause/yield/waitfor on one
-// segment, while the parent samples the segment: invariant 1 of DESIGN.md.
+// segment, while the parent samples the segment: invariant 1 of docs/design.md.
 #include "support.hpp"
 #include "workload.hpp"
 

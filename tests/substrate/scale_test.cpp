@@ -1,6 +1,6 @@
-// Many processes on one segment (DESIGN.md invariant 3): a burst of joins all
-// finish, and a full process or thread table is an error for the caller,
-// never a silent wait.
+// Many processes on one segment (docs/design.md, invariant 3): a burst of
+// joins all finish, and a full process or thread table is an error for the
+// caller, never a silent wait.
 #include "support.hpp"
 
 #include "scheduler/shared_scheduler.hpp"

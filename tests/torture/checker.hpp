@@ -1,7 +1,7 @@
 // The invariant checker of a torture run: a thread that maps the members'
 // segment and, every few milliseconds, takes the segment lock and runs
 // scheduler::check_invariants() on it; it also watches for CPUs that stay
-// held by a member that died (DESIGN.md invariant 2).
+// held by a member that died (docs/design.md, invariant 2).
 #pragma once
 
 #include "shm/layout.hpp"

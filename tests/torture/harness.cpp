@@ -560,8 +560,8 @@ int Harness::run() {
             if (!wait_all_exited(now + bound)) fail("members could not be reaped");
             wait_burst(now + bound);
             if (!interrupted_.load(rlx)) {
-                // The next init reclaims what dead members left (DESIGN.md,
-                // invariant 2): a last member joins and leaves.
+                // The next init reclaims what dead members left
+                // (docs/design.md, invariant 2): a last member joins and leaves.
                 spawn(true);
                 if (!wait_all_exited(now_ns() + uint64_t(o_.finish_ms) * kMs * 2))
                     fail("the sweeper could not be reaped");

@@ -15,7 +15,7 @@ struct Options {
     uint32_t stop_max_ms = 50; // longest SIGSTOP before the SIGCONT
     // A CPU still Running for a member this long after it died, counting
     // only the time during which a live member had work for that CPU and no
-    // member was stopped by the killer, is lost (DESIGN.md invariant 2).
+    // member was stopped by the killer, is lost (docs/design.md, invariant 2).
     uint32_t lost_ms = 100;
     uint32_t check_min_ms = 10; // the checker runs every min..max ms
     uint32_t check_max_ms = 50;
