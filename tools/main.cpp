@@ -59,7 +59,8 @@ void add_reports(CLI::App& app, Cli& cli) {
     reset->callback([&] { cli.status = reset_command(cli.global, cli.force); });
 
     CLI::App* check = app.add_subcommand(
-        "check", "Verify the segment's invariants under its lock (exit 0 sound, 1 violated)");
+        "check",
+        "Verify the segment's invariants under its lock (exit 0 sound, 1 violated, 2 no segment)");
     check->callback([&] { cli.status = check_command(cli.global); });
 }
 
@@ -67,7 +68,10 @@ void add_run(CLI::App& app, Cli& cli) {
     CLI::App* run = app.add_subcommand(
         "run", "Run a program with the runtime adapters (default: every adapter that is built)");
     run->footer("Usage: coexec run [--openmp] [--tbb] [--pocl] -- CMD [ARGS...]\n"
-                "Exits with the status of CMD.");
+                "Puts the adapters on LD_LIBRARY_PATH and LD_PRELOAD and execs CMD, so it\n"
+                "exits with the status of CMD. With --openmp (or no adapter named),\n"
+                "OpenBLAS's OpenMP build goes on the path too when installed;\n"
+                "COEXEC_OPENBLAS_DIR names another directory for it (empty: none).");
     run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");
     run->add_flag("--tbb", cli.run.tbb, "Re-host oneTBB workers");
     run->add_flag("--pocl", cli.run.pocl, "Re-host PoCL's CPU driver threads");
@@ -126,6 +130,11 @@ void add_trace(CLI::App& app, Cli& cli) {
 int main(int argc, char** argv) {
     CLI::App app{"coexec: inspect the system-wide scheduler and run programs on it", "coexec"};
     app.set_version_flag("--version", COEXEC_VERSION);
+    app.footer("The segment is the one nosv_init() would join from this environment:\n"
+               "NOSV_CONFIG (a TOML file) and NOSV_CONFIG_OVERRIDE (key=value,...), or\n"
+               "COEXEC_CONFIG and COEXEC_CONFIG_OVERRIDE; --name and --isolation override\n"
+               "them, before or after the subcommand. `coexec SUBCOMMAND --help` shows the\n"
+               "options of a subcommand.");
     app.require_subcommand(1);
     app.fallthrough(); // global options are accepted after the subcommand too
     Cli cli;
