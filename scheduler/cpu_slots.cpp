@@ -1,5 +1,8 @@
-// CPU slots: every write to a CpuSlot and to the CPU counters, grants,
-// and the kernel affinity that follows them.
+// CPU slots: every write to a CpuSlot after format(), but for the turn
+// (which policy.cpp and shared_scheduler.cpp write too) and
+// preempt_asked_ns (policy.cpp's); the CPU counters (unheld_cpus,
+// wakeable_cpus, running_cpus), which format() and repair() also set;
+// grants, keep words, and the kernel affinity that follows them.
 #include "shared_scheduler.hpp"
 
 #include "scheduler/kernel_affinity.hpp"

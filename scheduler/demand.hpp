@@ -1,5 +1,7 @@
 // A process's demand for CPUs, as other processes see it: its ready
-// counters in the segment (ProcSlot::ready_*), the only writer of them.
+// counters in the segment (ProcSlot::ready_*), and their only writer while
+// the process is a member (SharedScheduler zeroes them when it registers
+// and when it leaves).
 #pragma once
 
 #include "scheduler/placement.hpp"

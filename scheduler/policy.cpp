@@ -1,7 +1,10 @@
 // The decisions: which process's work gets a CPU, and when. Round-robin
 // between processes by quantum, at scheduling points, first to processes
 // short of CPUs; the preemption safety net for holders that never reach
-// one. Writes go through cpu_slots.cpp and the pool operations.
+// one. Grants and releases go through cpu_slots.cpp and the pool
+// operations; this file writes only the turn of a holder that keeps its CPU
+// (next_turn()), preempt_asked_ns (overdue_holder()) and a preempted
+// thread's state (give_way()).
 #include "shared_scheduler.hpp"
 
 #include "shm/clock.hpp"

@@ -1,13 +1,34 @@
 // The system-wide policy, and the only writer of the segment's scheduling
-// state: CPU slots, thread slots, process slots, pools, free lists and
-// counters (a process's ready counters are written through Demand).
+// state: CPU slots, thread slots, process slots, pools, free lists, counters
+// and trace rings (a process's ready counters are written through Demand).
 //
 // Methods marked "locked" must run while the caller holds the segment lock
 // (see lock()); the others are lock-free, and say who may call them. Where
-// each field changes:
-//   shared_scheduler.cpp  processes, threads, pools, formatting and repair;
-//   cpu_slots.cpp         CPU slots, the CPU counters, grants and bindings;
-//   policy.cpp            the decisions: who gets a CPU, and when.
+// each field changes (shm/layout.hpp has the fields):
+//   shared_scheduler.cpp  format(): the CPU table, the settings and every
+//                         slot's first values; process slots (registration,
+//                         pools, thread counts, beats, receivers, monitor
+//                         words, the preemption flag and count), thread slots
+//                         (allocation and freeing, tid, label, receive word,
+//                         pool membership), the alive list, the high-water
+//                         marks and free list, the reap and join-check
+//                         marks, the ready counters' zeroing, a leaving
+//                         process's turns, and repair();
+//   cpu_slots.cpp         after format(), a CPU slot's owner, state, stint,
+//                         hand-over and count, and its turn (start_turn());
+//                         unheld_cpus, wakeable_cpus, running_cpus; grants
+//                         and a thread's state as it gets, holds or loses a
+//                         CPU; keep words and bindings; CPU time and
+//                         hand-off counts;
+//   policy.cpp            the decisions: who gets a CPU, and when; it writes
+//                         the turn of a holder that keeps its CPU,
+//                         preempt_asked_ns, and a preempted thread's state;
+//   trace_events.cpp      the recorder slots and count, and the trace rings
+//                         (through shm/trace_ring.cpp);
+//   demand.hpp            a process's ready counters (scheduler::Demand).
+// A thread's futex word moves only through ThreadWord (thread_word.hpp).
+// shm/segment.cpp writes the header's identity, isolation and lock at
+// creation.
 #pragma once
 
 #include "scheduler/keep_word.hpp"
@@ -48,8 +69,9 @@ class SharedScheduler {
     // waits this many quanta for a CPU, not one. (Two PyTorch processes of two
     // threads: 0.96 of the time with per-quantum swaps, docs/scheduler.md.)
     static constexpr uint64_t kShareTurnQuanta = 8;
-    // How often dead members are looked for (claim_reap()): reaping reads
-    // /proc for every member under the lock.
+    // How often, system-wide, one member sweeps for dead members
+    // (claim_reap()): a sweep reads /proc for every member not known to run
+    // (find_dead(), without the lock).
     static constexpr uint64_t kReapIntervalNs = 40'000'000;
     // A member not known to run for this long, while it holds a CPU that
     // others wait for, is looked up in /proc (holder_died()).

@@ -1,5 +1,7 @@
 // The trace rings: every ownership change the other files make is appended
-// here, while a recorder (`coexec record`) is on. See docs/trace.md.
+// here, while a recorder (`coexec record`) is on; and the recorder slots
+// (Header::recorder_pids, trace_recorders) that switch it on and off. See
+// docs/trace.md.
 #include "shared_scheduler.hpp"
 
 #include "shm/clock.hpp"

@@ -2,8 +2,14 @@
 //
 // Every cross-reference inside the segment is an index (CPU, process or thread
 // slot), so the segment works at any address in any process. Fields that other
-// processes read without the segment lock are std::atomic; the rest are
-// guarded by Header::lock.
+// processes read without the segment lock are std::atomic, but for plain ones
+// that do not change once written (the header's identity, the CPU table, the
+// settings) and a few that such readers take as hints and check for range:
+// the alive list, a thread slot's proc and label, a process slot's pid, start
+// time and name, and a CPU slot's stint. Plain fields are written under
+// Header::lock, or before the segment is published, except a thread's label
+// (set_label() writes it without the lock; a reader may see it torn).
+// scheduler/shared_scheduler.hpp lists which file writes which field.
 #pragma once
 
 #include <atomic>
@@ -76,8 +82,10 @@ enum class ProcState : uint32_t { Unused = 0, Alive = 1 };
 enum class LabelClass : uint32_t { OpenMP = 0, Tbb = 1, Pocl = 2, Other = 3 };
 inline constexpr int kLabelClasses = 4;
 
-// One managed CPU. Running slots are written only by their holder thread;
-// Free/Idle/Sleeping slots only under the segment lock.
+// One managed CPU. Its fields change under the segment lock, except that the
+// holder of a Running CPU hands it to another thread of its process without
+// the lock (SharedScheduler::handoff_within_process), and that waiters claim
+// preempt_asked_ns by compare-exchange.
 struct alignas(64) CpuSlot {
     int32_t system_id; // kernel CPU number
     int32_t numa;      // logical NUMA index (0..numa_count-1)
@@ -86,7 +94,7 @@ struct alignas(64) CpuSlot {
     std::atomic<CpuState> state;
     std::atomic<int32_t> owner_proc;   // process slot, or kNone
     std::atomic<int32_t> owner_thread; // thread slot, or kNone
-    std::atomic<uint64_t> since_ns;    // when owner_thread took it
+    std::atomic<uint64_t> since_ns;    // when owner_thread took it (Free: was freed)
     // Whether owner_thread took it from a holder that had it Running (a
     // hand-off, or a holder that gave way to another process), rather than
     // unheld (Free, Idle, Sleeping or Lent).
@@ -119,8 +127,9 @@ struct alignas(64) ThreadSlot {
     // monitors of other processes read it (to bind, to signal).
     std::atomic<int32_t> tid;
     // The CPU the thread's kernel affinity is set to, or kNone. Written by
-    // the thread itself while it holds no grant in flight, and by a granter
-    // just before it publishes a grant (the thread is waiting then).
+    // the thread itself while it holds no grant in flight, by a granter
+    // just before it publishes a grant (the thread is waiting then), and by
+    // whoever evicts the thread as a lender (under the lock).
     std::atomic<int32_t> bound_cpu;
     // Set at attach and fixed until the slot is freed: coexec counts the
     // thread on the CPUs it grants but leaves its kernel affinity alone,
@@ -216,8 +225,9 @@ struct alignas(64) Header {
     int32_t thread_free_head; // freed thread slots below threads_used
     int32_t alive_count;
     int32_t alive[kMaxProcs]; // dense list of Alive process slots
-    // Lock-free hints, written under the lock by SharedScheduler::set_state
-    // only: the CPUs whose state is_unheld() and is_wakeable().
+    // Lock-free hints, written under the lock: the CPUs whose state
+    // is_unheld() and is_wakeable(). SharedScheduler::set_state keeps them in
+    // step with each state change; format() and repair() count them afresh.
     alignas(64) std::atomic<int32_t> unheld_cpus;
     std::atomic<int32_t> wakeable_cpus;
     std::atomic<uint64_t> last_reap_ns;
@@ -230,8 +240,8 @@ struct alignas(64) Header {
     // ownership change reads it, and it changes only when a recorder starts
     // or stops.
     alignas(64) std::atomic<uint32_t> trace_recorders;
-    // The recorders' pids (0: free slot), so that SharedScheduler::reap() can switch
-    // off for a recorder that died without doing so.
+    // The recorders' pids (0: free slot), so that SharedScheduler::reap() can
+    // switch off for a recorder that died without doing so.
     std::atomic<int32_t> recorder_pids[kMaxRecorders];
 };
 
