@@ -1,6 +1,8 @@
 // The segment's invariants, checked in one place: by the `coexec check`
-// command on a live node, by tests after each operation, and by whatever
-// validates a segment it did not write (a fuzzer, an attach-time check).
+// command on a live node, at every release of the segment lock in debug
+// builds (scheduler_lock.hpp), by a joining member before it trusts a
+// segment it did not write (SharedScheduler::claim_join_check()), and by
+// tests and fuzzers.
 #pragma once
 
 #include "shm/layout.hpp"
@@ -16,11 +18,10 @@ namespace coexec::scheduler {
 // use and every list walk is bounded and detects cycles, so garbage yields
 // violations, never a crash, an out-of-bounds read or a hang. Slots above
 // the high-water marks (Header::threads_used, procs_used) are never read:
-// nothing may refer to them. At most 64
-// sentences are returned, then one "... and N more violations". On a sound
-// segment it allocates nothing (its scratch space, about 26 KiB, is on the
-// stack) and reads each slot once: it is meant to run after every locked
-// operation in debug builds.
+// nothing may refer to them. At most 64 sentences are returned, then one
+// "... and N more violations". On a sound segment it allocates nothing (its
+// scratch space, 28.5 KiB, is on the stack) and reads each slot once: it is
+// meant to run after every locked operation in debug builds.
 std::vector<std::string> check_invariants(const shm::Segment& segment);
 
 } // namespace coexec::scheduler
