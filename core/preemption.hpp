@@ -3,10 +3,12 @@
 // (`while (!flag);`) until a thread of its own process runs would keep its
 // CPU forever; two such processes sharing the CPUs deadlock, where the
 // kernel would have time-shared them. So a process that waits for a CPU
-// which another process has held past its quantum plus
-// SegmentConfig::preempt_after_ns, without reaching a scheduling point,
-// signals the holder; the holder's handler gives the CPU to the next
-// process in round-robin order and waits to get that same CPU back.
+// which another process has held past its turn (a quantum, or a share turn
+// of SharedScheduler::kShareTurnQuanta quanta when the waiter is not short
+// of CPUs) plus SegmentConfig::preempt_after_ns, without reaching a
+// scheduling point, signals the holder (SharedScheduler::overdue_holder());
+// the holder's handler gives the CPU to the next process in round-robin
+// order and waits to get that same CPU back.
 //
 // Only other processes take the CPU, and the task resumes on the same CPU,
 // so a task never sees another task of its own process take its place (its

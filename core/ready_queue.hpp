@@ -1,7 +1,9 @@
-// The process's ready tasks, by priority and placement. Not thread-safe, but
-// for push_unplaced(): the runtime guards every other member with its queue
-// mutex. Every push and pop is mirrored in the process's Demand so
-// other processes see its demand.
+// The process's ready tasks, by priority and placement. push_unplaced() and
+// push_preempted() are thread-safe and lock-free (they link the task onto a
+// stack that the other members drain); every other member must run under
+// the runtime's queue lock (Runtime::queue_mutex_). Every push, pop and
+// external count is mirrored in the process's Demand, so that other
+// processes see its demand.
 #pragma once
 
 #include "core/task.hpp"

@@ -32,7 +32,11 @@ std::mutex& init_mutex() {
     return m;
 }
 
-constexpr uint64_t kMonitorPeriodNs = 20'000'000; // how often to look for dead processes
+// The monitor's period (wake_monitor() ends one early). At each it beats
+// (ProcSlot::alive_ns, which tells other members it still runs, see
+// SharedScheduler::kAliveStaleNs), and then looks for dead members, overdue
+// holders and CPUs for its process's work (monitor_main()).
+constexpr uint64_t kMonitorPeriodNs = 20'000'000;
 
 void warn(const std::string& text) {
     std::fprintf(stderr, "coexec: %s\n", text.c_str());

@@ -3,12 +3,16 @@
 //   WorkerPool   its worker threads (worker_pool.*);
 //   IdlePolicy   what a worker does with a CPU it has no work for;
 //   CpuBinding   kernel affinity, and CPUs kept or lent outside coexec;
-//   AffinityRegistry  the masks managed threads show (affinity.hpp);
 //   Preemption   the safety net for holders that never yield.
-// Runtime itself keeps the process's ready queue and tasks, and the
-// scheduling points: how a thread leaves its CPU (scheduling.cpp), the task
-// operations behind the C API (task_ops.cpp), and the worker loop
-// (workers.cpp). Every change to the segment goes through the scheduler.
+// It also uses the AffinityRegistry (affinity.hpp), the masks managed
+// threads show: a process-wide object that outlives the runtime, in which
+// the runtime lists its threads while they are managed.
+// Runtime itself keeps the process's ready queue and tasks; it joins and
+// runs the monitor (runtime.cpp), and has the scheduling points: how a
+// thread leaves its CPU (scheduling.cpp), the task operations behind the C API
+// (task_ops.cpp; parallel tasks in parallel_ops.cpp, suspensions in
+// suspend.cpp, joins in join.cpp), and the worker loop (workers.cpp). Every
+// change to the segment goes through the scheduler.
 #pragma once
 
 #include "core/affinity.hpp"

@@ -1,8 +1,9 @@
 // A small test-and-test-and-set lock for very short critical sections (the
-// ready queue). Waiters spin briefly, then yield the kernel CPU, so a holder
-// that was preempted still gets to run. The yield is the raw system call:
-// adapters interpose sched_yield() to give up coexec CPUs, and a thread in
-// the middle of a scheduling operation must never re-enter the scheduler.
+// ready queue, the guards of the compat.h objects). Waiters spin briefly,
+// then yield the kernel CPU, so a holder that was preempted still gets to
+// run. The yield is the raw system call: adapters interpose sched_yield() to
+// give up coexec CPUs, and a thread in the middle of a scheduling operation
+// must never re-enter the scheduler.
 #pragma once
 
 #include <atomic>
