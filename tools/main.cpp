@@ -87,8 +87,8 @@ void add_trace(CLI::App& app, Cli& cli) {
     CLI::App* record = app.add_subcommand(
         "record", "Record who held each CPU into a trace for Perfetto (ui.perfetto.dev)");
     record->footer("Usage: coexec record [-o FILE] [--png] [--duration S | -- CMD [ARGS...]]\n"
-                   "       coexec record --native [-o FILE] [--png] [--duration S]\n"
-                   "                            (--pid PID | -- CMD [ARGS...])\n"
+                   "       coexec record --native [-o FILE] [--png]\n"
+                   "                            (--pid PID [--duration S] | -- CMD [ARGS...])\n"
                    "Records every process on the segment while CMD runs, for S seconds, or\n"
                    "until Ctrl-C. With CMD, exits with its status.\n"
                    "--native runs CMD outside coexec (or watches PID) and samples its process\n"
@@ -130,11 +130,6 @@ void add_trace(CLI::App& app, Cli& cli) {
 int main(int argc, char** argv) {
     CLI::App app{"coexec: inspect the system-wide scheduler and run programs on it", "coexec"};
     app.set_version_flag("--version", COEXEC_VERSION);
-    app.footer("The segment is the one nosv_init() would join from this environment:\n"
-               "NOSV_CONFIG (a TOML file) and NOSV_CONFIG_OVERRIDE (key=value,...), or\n"
-               "COEXEC_CONFIG and COEXEC_CONFIG_OVERRIDE; --name and --isolation override\n"
-               "them, before or after the subcommand. `coexec SUBCOMMAND --help` shows the\n"
-               "options of a subcommand.");
     app.require_subcommand(1);
     app.fallthrough(); // global options are accepted after the subcommand too
     Cli cli;
@@ -143,6 +138,12 @@ int main(int argc, char** argv) {
     add_reports(app, cli);
     add_run(app, cli);
     add_trace(app, cli);
+    // After the subcommands, which would otherwise inherit it.
+    app.footer("The segment is the one nosv_init() would join from this environment:\n"
+               "NOSV_CONFIG (a TOML file) and NOSV_CONFIG_OVERRIDE (key=value,...), or\n"
+               "COEXEC_CONFIG and COEXEC_CONFIG_OVERRIDE; --name and --isolation override\n"
+               "them, before or after the subcommand. `coexec SUBCOMMAND --help` shows the\n"
+               "options of a subcommand.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
