@@ -9,10 +9,11 @@
 namespace coexec::core {
 
 // SCHED_BATCH keeps a thread woken with a CPU from preempting the coexec
-// thread that just handed it that CPU (docs/scheduler.md). But it also keeps
-// it from preempting a program outside coexec that runs on the same CPU: the
-// woken thread then waits out that program's time slice, milliseconds, on
-// every wake-up, where a hand-off takes microseconds. So a thread woken
+// thread that just handed it that CPU (docs/design.md, "Kernel policy:
+// SCHED_BATCH"). But it also keeps it from preempting a program outside
+// coexec that runs on the same CPU: the woken thread then waits out that
+// program's time slice, milliseconds, on every wake-up, where a hand-off
+// takes microseconds. So a thread woken
 // kLateNs or more after the grant of a CPU that was unheld (no coexec thread
 // ran there: the delay was the kernel's) runs under SCHED_OTHER for a stay,
 // after which it tries SCHED_BATCH again. The stay doubles (up to

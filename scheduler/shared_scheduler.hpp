@@ -66,8 +66,9 @@ class SharedScheduler {
     // served as fairly by keeping their CPUs as by swapping them every quantum,
     // and a swap costs both their caches and a moment where one process has
     // both CPUs and the other none. So a process that is not short of CPUs
-    // waits this many quanta for a CPU, not one. (Two PyTorch processes of two
-    // threads: 0.96 of the time with per-quantum swaps, docs/scheduler.md.)
+    // waits this many quanta for a CPU, not one (docs/design.md, "Share
+    // turns"). Two PyTorch processes of two threads ran in 0.96 of the time
+    // they took with a swap every quantum.
     static constexpr uint64_t kShareTurnQuanta = 8;
     // How often, system-wide, one member sweeps for dead members
     // (claim_reap()): a sweep reads /proc for every member not known to run

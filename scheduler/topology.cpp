@@ -33,7 +33,8 @@ bool contains(const std::vector<int>& sorted, int id) {
 // here, as with the siblings and nodes below, rather than through hwloc: its
 // topology load dlopens its plugins (OpenCL, GL, PCI, XML and their
 // libraries), which made up most of the nosv_init of a process that lays out
-// a segment, the first of every instance (docs/scheduler.md).
+// a segment, the first of every instance (docs/design.md, "Topology from
+// hwloc").
 bool online_cpus(const std::string& sys, std::vector<int>& ids, std::string& error) {
     std::string online, why;
     if (read_line(sys + "/online", online) && parse_cpu_list(online, ids, why)) return true;

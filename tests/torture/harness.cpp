@@ -442,7 +442,7 @@ bool Harness::wait_all_exited(uint64_t give_up_ns) {
 // ---- bursts ------------------------------------------------------------
 
 void Harness::start_burst(uint64_t now) {
-    // The bound on how long a ready task waits for a CPU (docs/scheduler.md,
+    // The bound on how long a ready task waits for a CPU (docs/design.md,
     // "Liveness"): each process with work ahead of it in the round-robin
     // holds the CPU for at most a quantum plus the preemption delay, and a
     // member stopped by the killer holds its CPUs for up to --stop-max-ms.
