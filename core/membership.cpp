@@ -44,8 +44,8 @@ int index_of(const std::vector<int>& ids, int id) {
 
 int Membership::join(const Config& config, std::string& why) {
     // Only the process that lays out the CPU table discovers the topology
-    // (hwloc costs milliseconds of CPU, which hundreds of processes joining
-    // at once would each pay); a malformed CPU list is an error for all.
+    // (reading sysfs for every CPU costs time that hundreds of processes
+    // joining at once would each pay); a malformed CPU list is an error for all.
     if (std::vector<int> ids; config.binding != "all" && config.binding != "inherit" &&
                               !scheduler::parse_cpu_list(config.binding, ids, why))
         return NOSV_ERR_INVALID_PARAMETER;

@@ -268,7 +268,8 @@ class SharedScheduler {
     enum class Next { Own, Other, None };
     // Locked. Round-robin by quantum: the holder's process keeps the CPU
     // while its quantum lasts and it has work; otherwise the next process
-    // (in slot order) with work and a pool thread gets it (Other, granted
+    // after the CPU's turn holder in the alive list (the order in which the
+    // processes joined) with work and a pool thread gets it (Other, granted
     // and queued in `wakes`). A process that already runs on as many CPUs
     // as the holder's, and whose work could run there, waits for the end
     // of the holder's share turn (kShareTurnQuanta quanta) instead.

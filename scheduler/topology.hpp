@@ -1,4 +1,4 @@
-// Which CPUs the instance manages, and where they sit (hwloc).
+// Which CPUs the instance manages, and where they sit (sysfs and libnuma).
 #pragma once
 
 #include "cgroup_limits.hpp"

@@ -90,7 +90,7 @@ struct alignas(64) CpuSlot {
     int32_t system_id; // kernel CPU number
     int32_t numa;      // logical NUMA index (0..numa_count-1)
     int32_t system_numa;
-    int32_t core; // system id of the core (hwloc)
+    int32_t core; // the core: its first managed thread sibling's system id
     std::atomic<CpuState> state;
     std::atomic<int32_t> owner_proc;   // process slot, or kNone
     std::atomic<int32_t> owner_thread; // thread slot, or kNone
