@@ -61,19 +61,25 @@ std::vector<std::string> child_environment(const GlobalOptions& global) {
         extra += "shared_memory.isolation_level=";
         extra += *global.isolation;
     }
+    // The overrides go where the runtime reads them: NOSV_CONFIG_OVERRIDE
+    // when it is set and not empty, else COEXEC_CONFIG_OVERRIDE when it is
+    // (core/config.cpp), else a new NOSV_CONFIG_OVERRIDE.
+    const char* nosv = std::getenv("NOSV_CONFIG_OVERRIDE");
+    const char* ours = std::getenv("COEXEC_CONFIG_OVERRIDE");
+    std::string key = !(nosv && *nosv) && ours && *ours ? "COEXEC_CONFIG_OVERRIDE="
+                                                         : "NOSV_CONFIG_OVERRIDE=";
     std::vector<std::string> env;
     bool done = extra.empty();
     for (char** e = environ; *e; ++e) {
         std::string var = *e;
-        for (const char* key : {"NOSV_CONFIG_OVERRIDE=", "COEXEC_CONFIG_OVERRIDE="})
-            if (!done && var.rfind(key, 0) == 0) {
-                if (var.size() > std::strlen(key)) var += ',';
-                var += extra;
-                done = true;
-            }
+        if (!done && var.rfind(key, 0) == 0) {
+            if (var.size() > key.size()) var += ',';
+            var += extra;
+            done = true;
+        }
         env.push_back(std::move(var));
     }
-    if (!done) env.push_back("NOSV_CONFIG_OVERRIDE=" + extra);
+    if (!done) env.push_back(key + extra);
     return env;
 }
 

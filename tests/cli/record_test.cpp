@@ -288,6 +288,35 @@ TEST_F(RecordTest, PlotDrawsAScriptTrace) {
     EXPECT_GT(fs::file_size(png), 1000u);
 }
 
+// The command's overrides go to the variable the runtime reads
+// (NOSV_CONFIG_OVERRIDE when it is not empty, else COEXEC_CONFIG_OVERRIDE),
+// so that the command joins the segment being recorded.
+TEST_F(RecordTest, CommandGetsTheOverrideItReads) {
+    const std::vector<std::string> show{
+        "/bin/sh", "-c", "echo \"nosv=[$NOSV_CONFIG_OVERRIDE] coexec=[$COEXEC_CONFIG_OVERRIDE]\""};
+    std::vector<std::string> argv{kCli, "record", "-o", trace_path(), "--name", name(), "--"};
+    argv.insert(argv.end(), show.begin(), show.end());
+    const std::string joined = "shared_memory.name=" + name();
+
+    Outcome o = run_process(argv, {{"NOSV_CONFIG_OVERRIDE", ""},
+                                   {"COEXEC_CONFIG_OVERRIDE", "governor.policy=idle"}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("nosv=[] coexec=[governor.policy=idle," + joined + "]"),
+              std::string::npos)
+        << o.out;
+
+    o = run_process(argv, {{"NOSV_CONFIG_OVERRIDE", "governor.spins=5"},
+                           {"COEXEC_CONFIG_OVERRIDE", "governor.policy=idle"}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("nosv=[governor.spins=5," + joined + "] coexec=[governor.policy=idle]"),
+              std::string::npos)
+        << o.out;
+
+    o = run_process(argv, {{"NOSV_CONFIG_OVERRIDE", ""}, {"COEXEC_CONFIG_OVERRIDE", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("nosv=[" + joined + "] coexec=[]"), std::string::npos) << o.out;
+}
+
 TEST_F(RecordTest, BadInputIsAClearError) {
     Outcome o = record({"--duration", "1", "--", kScript, "order"});
     EXPECT_NE(o.status, 0);
