@@ -87,11 +87,17 @@ def check_links(root):
 
 
 def tracked_text_files(root):
-    out = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True,
-                         capture_output=True).stdout
-    for name in out.decode().split("\0"):
-        if not name:
-            continue
+    """The files git tracks; outside a git checkout, every file but build trees."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True,
+                             capture_output=True).stdout
+        names = [n for n in out.decode().split("\0") if n]
+    except (OSError, subprocess.CalledProcessError):
+        names = []
+        for d, subdirs, files in os.walk(root):
+            subdirs[:] = [s for s in subdirs if s != ".git" and not s.startswith("build")]
+            names += [os.path.relpath(os.path.join(d, f), root) for f in files]
+    for name in names:
         path = os.path.join(root, name)
         if os.path.isfile(path):
             yield name, path
