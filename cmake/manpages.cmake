@@ -24,6 +24,7 @@ add_custom_command(OUTPUT ${coexec_man_stamp}
           -DOUT_DIR=${COEXEC_MAN_DIR} -DVERSION=${PROJECT_VERSION} -DDATE=${COEXEC_RELEASE_DATE}
           -DSTAMP=${coexec_man_stamp} -P ${PROJECT_SOURCE_DIR}/cmake/manpage-generate.cmake
   DEPENDS coexec_cli ${PROJECT_SOURCE_DIR}/cmake/manpage-generate.cmake
+          ${PROJECT_SOURCE_DIR}/cmake/help_subcommands.cmake
   COMMENT "Writing the man pages of coexec from its --help"
   VERBATIM)
 add_custom_target(coexec_manpages ALL DEPENDS ${coexec_man_stamp})
