@@ -1,17 +1,36 @@
 #!/usr/bin/env python3
-"""Oversubscription scenario runner: HPCCG, GPT-2 and Python jobs with mixed runtimes.
+"""Oversubscription scenario runner: HPCCG, GPT-2, MPI and Python jobs with mixed runtimes.
 
-Runs scenarios x modes x repeats, prints progress, then writes results.csv, one PNG per
-figure (gnuplot) and a table of medians with each mode's ratio to the "alone" time (the
-same work done by a single runtime, or by each process on its own, one after the other).
-Each scenario runs in rounds (alone, then every mode, once per round), so a machine whose
-speed drifts weighs on every mode alike.
+Runs scenarios x modes x repeats, prints progress, then writes results.csv, summary.csv,
+one PNG per figure (gnuplot) and a table of medians with each mode's ratio to the "alone"
+time (the same work done by a single runtime, or by each process on its own, one after the
+other). Each scenario runs in rounds: every mode once per round, "alone" included, and the
+order rotates (round r starts at the r-th mode of alone, then --modes, modulo their number),
+so a machine whose speed drifts weighs on every mode alike. Every scenario gets the same
+number of repeats; nothing is rerun selectively (a rerun reruns the whole selection).
 
 Modes:
-  native   the runtimes as shipped
-  passive  OMP_WAIT_POLICY=passive (PoCL never spins; oneTBB has no knob)
-  static   each runtime / process gets its share of the cores (taskset and thread counts)
-  coexec   through `coexec run` with the adapters the scenario needs ("n/a" if not built)
+  native      the runtimes as shipped
+  passive     OMP_WAIT_POLICY=passive (PoCL never spins; oneTBB has no knob)
+  capped      every runtime of every process gets cpus // processes threads
+              (OMP_NUM_THREADS, POCL_MAX_PTHREAD_COUNT, HPCCG's --tbb-threads; PyTorch
+              reads OMP_NUM_THREADS), no pinning: what threadpoolctl, joblib/loky and
+              users' OMP_NUM_THREADS do
+  static      the oracle partition: each process (MPI rank) gets its own slice of the CPUs
+              by taskset, and each runtime in it its share of the slice as thread counts
+  stock-llvm  the programs on stock LLVM libomp (libomp.so.5 and its libgomp.so.1, built
+              from the same source without coexec's patches: <build>/lib/coexec/
+              openmp-stock on LD_LIBRARY_PATH), no coexec: separates the runtime change
+              from the scheduling for GCC-built programs
+  coexec      through `coexec run` with the adapters the scenario needs ("n/a" if not built)
+native and passive need no knowledge of the other jobs ("zero-knowledge" modes); capped
+and static need to know how many processes share the machine.
+
+CPUs, counts and sizes: the runner uses the CPUs it may run on (os.sched_getaffinity), or
+the first N of them with --cpus N (the runner then restricts itself, and so its jobs, to
+them). Thread counts, MPI rank counts and problem sizes derive from that count; on 2 CPUs
+they are the ones the results since 2026-11 were measured with. MPI jobs run with
+`mpirun --bind-to none` in every mode (static pins each rank with taskset instead).
 
 Times (--time; results.csv always holds both):
   steady   (default) the work only: each program prints "Steady seconds: S", the time of
@@ -22,20 +41,27 @@ Times (--time; results.csv always holds both):
            runs one after the other, so their times add up.
   wall     from starting the processes until the last one exits
 
-A program may also print "Result: ..." lines; under the table the runner says whether alone,
-native, passive and coexec printed the same ones (--check fails when they differ) and shows
-static's where they differ (fewer threads may round differently).
+A program may also print "Result: ..." lines; under the table the runner says whether the
+modes that run the same thread counts printed the same ones (--check fails when they
+differ) and shows capped's and static's where they differ (fewer threads may round
+differently).
+
+The table shows each median with its spread [min-max] and its ratio to the alone median,
+then coexec's median over (a) the best zero-knowledge mode's (native, passive) and (b) the
+best of every mode that ran, each with a verdict: "noisy" where coexec's or that mode's
+spread ((max-min) / median) exceeds 10%, else "even" (min-max ranges overlap), "win" or
+"loss". summary.csv holds the same figures. A plot whose medians differ 30-fold or more
+gets a log y axis.
 
 Python scenarios (py/*: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to NumPy
 BLAS in one process) run the programs in benchmarks/python under Debian's /usr/bin/python3,
-with OpenBLAS's OpenMP build in every mode. They are in --long, not in the default
-selection; a missing Debian package makes them "n/a". To run them alone:
+with OpenBLAS's OpenMP build in every mode and as many OpenMP threads as CPUs (the
+libraries' default). They are in --long, not in the default selection; a missing Debian
+package makes them "n/a". To run them alone:
   python3 benchmarks/oversubscription/run.py --build build --scenarios py/ --repeats 5
 
-The table shows each median with its spread [min-max] and its ratio to the alone median,
-and marks whether coexec differs from the better of native and passive by more than the
-noise (their min-max ranges are apart) or not. A plot whose medians differ 30-fold or more
-gets a log y axis.
+--dry-run prints every run's command and environment, in the order they would run,
+without running anything.
 
 Only the Python standard library and gnuplot are used.
 """
@@ -44,6 +70,7 @@ import argparse
 import contextlib
 import csv
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -54,7 +81,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-MODES = ["native", "passive", "static", "coexec"]
+MODES = ["native", "passive", "capped", "static", "stock-llvm", "coexec"]
+ZERO_KNOWLEDGE = ("native", "passive")  # modes that know nothing of the other jobs
+NOISY = 0.10  # a median whose (max - min) / median exceeds this is noisy: no win, no loss
+STOCK_DIR = "openmp-stock"  # <build>/lib/coexec/<this>: stock LLVM libomp.so.5, libgomp.so.1
 TIMES = ["steady", "wall"]
 STEADY_PREFIX = "Steady seconds:"  # the line each program prints
 RESULT_PREFIX = "Result:"  # lines a program prints that every mode must print alike
@@ -88,6 +118,8 @@ class Job:
     interpreter: str = ""  # absolute path of the interpreter that runs argv (a script)
     needs: tuple = ()  # PY_PACKAGES keys; one missing makes the scenario n/a
     teams: int = 0  # thread teams busy at once, which static mode splits; 0: one per runtime
+    gated: bool = True  # waits at the start gate (a program of benchmarks/oversubscription)
+    steady_prefix: str = STEADY_PREFIX  # the line its steady time follows
 
 
 @dataclass
@@ -127,29 +159,48 @@ def gpt2(build_kind, shape, *args):
     return Job(["gpt2-" + build_kind, *shape.split(), *args], runtimes)
 
 
-def python(script, *args, needs=("python3-numpy",), runtimes=("omp-gcc",), teams=0):
-    """A Job running benchmarks/python/<script> under Debian's interpreter, with 2 OpenMP
-    threads (static mode: its share). NumPy's BLAS (OpenBLAS's OpenMP build), scikit-learn's
-    loops and PyTorch's intra-op threads are all libgomp's."""
+def python(script, *args, cpus, needs=("python3-numpy",), runtimes=("omp-gcc",), teams=0):
+    """A Job running benchmarks/python/<script> under Debian's interpreter, with one OpenMP
+    thread per CPU, the libraries' default (capped and static modes: their share; PyTorch,
+    which starts with one intra-op thread, is told the same count by OMP_NUM_THREADS, see
+    benchmarks/python/bench_common.py). NumPy's BLAS (OpenBLAS's OpenMP build),
+    scikit-learn's loops and PyTorch's intra-op threads are all libgomp's."""
     return Job([os.path.join(PY_PROGRAMS, script), *args], set(runtimes),
-               {"OMP_NUM_THREADS": "2"}, interpreter=PYTHON,
+               {"OMP_NUM_THREADS": str(cpus)}, interpreter=PYTHON,
                needs=tuple(needs) + ("libopenblas0-openmp",), teams=teams)
 
 
-def catalogue(long):
-    """All scenarios, sized for the selection (long = larger problems, more points). The
-    default sizes make each scenario's alone time at least 1 s on 2 idle cores, most of it
-    the work rather than process start and OpenCL set-up: one HPCCG process solves `grid`;
-    two processes (or MPI ranks), run one after the other when alone, solve `grid2` each;
-    GPT-2 trains its small model for a few steps."""
-    grid = "104 104 104" if long else "88 88 88"
-    grid2 = "88 88 88" if long else "72 72 72"
+def cube(side, scale):
+    """A grid "n n n" with `scale` times the points of side^3, n a multiple of 8 (at least
+    8): problem sizes grow with the CPUs, so that every scenario stays long enough."""
+    n = max(8, int(round(side * scale ** (1.0 / 3.0) / 8.0)) * 8)
+    return f"{n} {n} {n}"
+
+
+def mpi_ranks(cpus):
+    """Ranks of the hybrid MPI+OpenMP scenario: 2 up to 7 CPUs, then one per 4 CPUs."""
+    return 2 if cpus < 8 else cpus // 4
+
+
+def catalogue(long, cpus=None):
+    """All scenarios, sized for the selection (long = larger problems, more points) and for
+    `cpus` CPUs (default: those this process may run on). The sizes make each scenario's
+    alone time at least 1 s on 2 idle cores, most of it the work rather than process start
+    and OpenCL set-up: one HPCCG process solves `grid`; two processes (or MPI ranks), run
+    one after the other when alone, solve `grid2` each; GPT-2 trains its small model for a
+    few steps. On more CPUs the grids grow with the CPU count (cube()); 2 CPUs give the
+    sizes the committed results were measured with."""
+    cpus = cpus or len(os.sched_getaffinity(0))
+    scale = cpus / 2.0
+    grid = cube(104 if long else 88, scale)
+    grid2 = cube(88 if long else 72, scale)
     # In fork-join mode a step of this model takes about 53 ms on 2 idle cores (C++ matmuls;
     # the first step is warm-up, outside the steady time). 24 steps next to HPCCG's 72^3
     # solve give hpccg+gpt2 over 1 s alone (12 steps gave 0.93 s in a quiet `make demo`,
-    # 18 steps 1.02 s).
+    # 18 steps 1.02 s). More CPUs: more steps, in proportion.
     model = "--layers 2 --heads 4 --channels 128 --vocab 4096 --max-seq 64 --batch 4"
-    shape2 = f"{model} --steps {28 if long else 24}"
+    shape2 = f"{model} --steps {int(round((28 if long else 24) * max(1.0, scale)))}"
+    fig8_steps = int(round(FIG8_STEPS * max(1.0, scale)))
     s = []
 
     def mix(name, spmv, vec, build="clang", alone_kind="omp", env=None, group="fig6", x=None):
@@ -175,7 +226,7 @@ def catalogue(long):
     # so 48 steps make every point run at least 1 s alone (1.3 s at 32).
     for tg in ([1, 2, 4, 8, 16, 32] if long else [32]):
         args = ["--mode", "tasks", "--t-gran", str(tg), "--oc-split", "16"]
-        sh = f"{model} --steps {FIG8_STEPS}"
+        sh = f"{model} --steps {fig8_steps}"
         job = gpt2("clang", sh, *args, "--kernel", "ocl")
         ref = gpt2("clang", sh, *args, "--kernel", "cpp")
         s.append(Scenario(f"fig8/t-gran={tg}", "fig8", str(tg), [job], [[ref]]))
@@ -191,26 +242,41 @@ def catalogue(long):
     h = hpccg("clang", grid2, "--spmv", "omp")
     g = gpt2("clang", shape2, "--mode", "forkjoin")
     s.append(Scenario("2proc/hpccg+gpt2", "everyday", "hpccg+gpt2", [h, g], [[h], [g]]))
+    # MPI, hybrid with OpenMP: HPCCG ranks (each solves its own grid; they do not
+    # communicate) ...
+    ranks = mpi_ranks(cpus)
     rank = hpccg("clang", grid2, "--spmv", "omp")
-    mpi = Job(rank.argv, rank.runtimes, mpi_ranks=2)
+    mpi = Job(rank.argv, rank.runtimes, mpi_ranks=ranks)
     one = Job(rank.argv, rank.runtimes, mpi_ranks=1)
-    s.append(Scenario("mpi/2ranks-omp", "everyday", "mpirun -np 2", [mpi], [[one], [one]]))
+    s.append(Scenario(f"mpi/{ranks}ranks-omp", "everyday", f"mpirun -np {ranks}", [mpi],
+                      [[one]] * ranks))
+    # ... and a real halo exchange: examples/alpi/halo.c, two ranks swapping ghost rows every
+    # iteration (its tasks run on coexec's scheduler in every mode: it is an nOS-V
+    # program), next to an OpenMP HPCCG process. Its steady time is its own timed loop.
+    rows = max(64, 128 * cpus // 2)
+    halo = Job(["example-alpi-halo", "--rows", str(rows), "--cols", "1024", "--iters",
+                str(200 if long else 150), "--repeats", "1", "--variants", "ta-block"],
+               set(), mpi_ranks=2, gated=False, steady_prefix="ta-block   wall")
+    s.append(Scenario("mpi/halo+hpccg", "everyday", "halo (2 ranks) + hpccg", [halo, h],
+                      [[halo], [h]]))
 
-    # Python (issue 19), not in DEFAULT: 4 NumPy processes as a joblib pool of processes
-    # runs them; two PyTorch inference processes; a scikit-learn fit next to a thread doing
+    # More scenarios (third-party applications, benchmarks/apps) go here, before Python's.
+
+    # Python (issue 19), not in DEFAULT: 4 NumPy processes, each with the libraries'
+    # default thread count; two PyTorch inference processes; a scikit-learn fit next to a thread doing
     # matmuls, two OpenMP teams in one process.
-    mm = python("numpy_matmul.py")
+    mm = python("numpy_matmul.py", cpus=cpus)
     s.append(Scenario("py/numpy-procs", "python", "4x numpy matmuls", [mm] * 4, [[mm]] * 4))
     # libtorch starts oneTBB (it loads the RML server: --tbb hosts it) but runs its intra-op
     # work on OpenMP: one busy team.
-    pt = python("torch_infer.py", needs=("python3-torch",), runtimes=("omp-gcc", "tbb"),
+    pt = python("torch_infer.py", cpus=cpus, needs=("python3-torch",), runtimes=("omp-gcc", "tbb"),
                 teams=1)
     s.append(Scenario("py/torch-2proc", "python", "2x torch inference", [pt, pt],
                       [[pt], [pt]]))
     sk = ("python3-numpy", "python3-sklearn")
     s.append(Scenario("py/sklearn+numpy", "python", "sklearn fit + numpy thread",
-                      [python("sklearn_numpy.py", needs=sk, teams=2)],
-                      [[python("sklearn_numpy.py", "--sequential", needs=sk)]]))
+                      [python("sklearn_numpy.py", cpus=cpus, needs=sk, teams=2)],
+                      [[python("sklearn_numpy.py", "--sequential", cpus=cpus, needs=sk)]]))
 
     # Tiny smoke selection for ctest.
     tiny = "12 12 12"
@@ -223,7 +289,7 @@ def catalogue(long):
     s.append(Scenario("smoke/gpt2", "smoke", "gpt2",
                       [gpt2("clang", small, "--mode", "tasks", "--kernel", "ocl")],
                       [[gpt2("clang", small, "--mode", "tasks")]]))
-    mm = python("numpy_matmul.py", "--size", "64", "--matmuls", "2")
+    mm = python("numpy_matmul.py", "--size", "64", "--matmuls", "2", cpus=cpus)
     s.append(Scenario("smoke/py-numpy", "smoke", "2x numpy", [mm, mm], [[mm], [mm]]))
     return s
 
@@ -297,11 +363,15 @@ class StopSignals:
 class Environment:
     """Where the programs are and which coexec adapters exist."""
 
-    def __init__(self, build, stops):
+    def __init__(self, build, stops, cpu_ids=None, dry_run=False):
         self.build = os.path.abspath(build)
         self.stops = stops  # StopSignals: run_jobs holds them while jobs start
         self.bin = os.path.join(self.build, "bin")
-        self.ncpu = len(os.sched_getaffinity(0))
+        # The CPUs the jobs run on (static mode's taskset lists name them).
+        self.cpu_ids = sorted(cpu_ids or os.sched_getaffinity(0))
+        self.ncpu = len(self.cpu_ids)
+        self.dry_run = dry_run  # print each run's command and environment, run nothing
+        self.stock_dir = os.path.join(self.build, "lib", "coexec", STOCK_DIR)
         self.coexec = os.path.join(self.bin, "coexec")
         self.coexec_ok = self._coexec_runs()
         self.mpirun = shutil.which("mpirun")
@@ -372,6 +442,9 @@ class Environment:
                 return f"{j.argv[0]} not built"
             if j.mpi_ranks and not self.mpirun:
                 return "mpirun not installed"
+        if mode == "stock-llvm" and not os.path.exists(
+                os.path.join(self.stock_dir, "libomp.so.5")):
+            return f"stock LLVM libomp not built ({self.stock_dir})"
         if mode == "coexec":
             if not self.coexec_ok:
                 return "coexec not built"
@@ -382,71 +455,125 @@ class Environment:
         return None
 
 
-def command(env, job, mode, share, cpus, gate=None):
-    """argv and environment for one job in one mode (`gate`: the start gate's variables)."""
+def command(env, job, mode, plan, gate=None):
+    """argv and environment for one job in one mode. `plan`: (threads per runtime, CPU
+    lists) from plans(): threads None leaves the runtimes' defaults, CPU lists (one per
+    process, or per rank) pin the job with taskset. `gate`: the start gate's variables."""
+    share, cpu_lists = plan
     if job.interpreter:
         argv = [job.interpreter, *job.argv]
     else:
         argv = [os.path.join(env.bin, job.argv[0]), *job.argv[1:]]
     extra = dict(job.env)
-    extra.update(gate or {})
+    if job.gated:
+        extra.update(gate or {})
+    libs = []
+    if mode == "stock-llvm":
+        # Stock LLVM libomp.so.5, and its libgomp.so.1 for GCC-built programs and OpenBLAS.
+        libs.append(env.stock_dir)
     if "libopenblas0-openmp" in job.needs and env.openblas_dir:
         # OpenBLAS's OpenMP build in every mode, whatever the system's libblas.so.3
         # alternative names, as coexec run does for its process.
-        extra["LD_LIBRARY_PATH"] = ":".join(
-            p for p in [env.openblas_dir, os.environ.get("LD_LIBRARY_PATH")] if p)
+        libs.append(env.openblas_dir)
+    if libs:
+        extra["LD_LIBRARY_PATH"] = ":".join(libs + [p for p in [os.environ.get(
+            "LD_LIBRARY_PATH")] if p])
     if mode == "passive":
         extra["OMP_WAIT_POLICY"] = "passive"
-    if mode == "static":
+    if share is not None:
         extra["OMP_NUM_THREADS"] = str(share)
         extra["POCL_MAX_PTHREAD_COUNT"] = str(share)
         if "tbb" in job.runtimes and not job.interpreter:  # PyTorch's oneTBB has no knob
             argv += ["--tbb-threads", str(share)]
+    if cpu_lists and not job.mpi_ranks:
+        argv = ["taskset", "-c", cpu_lists[0]] + argv
     if job.mpi_ranks:
-        mpi = [env.mpirun, "-np", str(job.mpi_ranks), "--oversubscribe", "--allow-run-as-root"]
-        if mode == "coexec":
-            mpi += ["--bind-to", "none"]  # coexec pins threads itself
+        if cpu_lists:
+            # Each rank pins itself to its slice (Open MPI numbers it in
+            # OMPI_COMM_WORLD_RANK); mpirun's own binding stays off, as in every mode.
+            extra["BENCH_RANK_CPUS"] = " ".join(cpu_lists)
+            argv = ["sh", "-c", RANK_PIN, "rank-pin"] + argv
+        # The same binding in every mode: none (coexec places threads itself, and a rank
+        # bound to one core would run its OpenMP team on that core alone).
+        mpi = [env.mpirun or "mpirun", "-np", str(job.mpi_ranks), "--oversubscribe",
+               "--allow-run-as-root", "--bind-to", "none"]
         for k in extra:
             mpi += ["-x", k]
         argv = mpi + argv
-    elif mode == "static" and cpus is not None:
-        argv = ["taskset", "-c", cpus] + argv
     if mode == "coexec":
         flags = sorted({ADAPTER_FLAGS[r] for r in job.runtimes})
         argv = [env.coexec, "run", *flags, "--"] + argv
     return argv, extra
 
 
-def static_plan(env, jobs):
-    """(threads per runtime, cpu list) for each job of a scenario in static mode."""
+# sh -c script that runs "$@" pinned to the BENCH_RANK_CPUS entry of its MPI rank.
+RANK_PIN = ('i=0; for c in $BENCH_RANK_CPUS; do '
+            'if [ "$i" = "${OMPI_COMM_WORLD_RANK:-0}" ]; then exec taskset -c "$c" "$@"; fi; '
+            'i=$((i+1)); done; echo "rank-pin: no CPUs for rank ${OMPI_COMM_WORLD_RANK}" >&2; '
+            'exit 97')
+
+
+def processes(jobs):
+    """How many processes the jobs start (an MPI job: one per rank)."""
+    return sum(max(1, j.mpi_ranks) for j in jobs)
+
+
+def busy_runtimes(job):
+    """Runtimes (or teams of one runtime) inside one process that can be busy at once."""
+    return job.teams or len(job.runtimes - {"tbb"}) + (1 if "tbb" in job.runtimes else 0)
+
+
+def cpu_list(ids):
+    """taskset's form of a list of CPU ids: ranges where consecutive."""
+    parts, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def plans(env, jobs, mode):
+    """(threads per runtime or None, CPU lists or None) for each job of a scenario.
+    capped: every runtime of every process gets cpus // processes threads, no pinning.
+    static: process (or rank) i of P gets CPUs [i*n/P, (i+1)*n/P) (at least one; with more
+    processes than CPUs they share), and each runtime busy in it an equal share of them.
+    Other modes: the runtimes' defaults, no pinning."""
     n = env.ncpu
-    plans = []
-    k = len(jobs)
-    for i, j in enumerate(jobs):
-        if j.mpi_ranks:
-            plans.append((max(1, n // j.mpi_ranks), None))
-            continue
-        lo, hi = i * n // k, max(i * n // k + 1, (i + 1) * n // k)
-        mine = hi - lo
-        # Runtimes (or teams of one runtime) inside one process that can be busy at once
-        # split its cores.
-        busy = j.teams or len(j.runtimes - {"tbb"}) + (1 if "tbb" in j.runtimes else 0)
-        share = max(1, mine // max(1, busy))
-        plans.append((share, f"{lo}-{min(hi, n) - 1}" if k > 1 else None))
-    return plans
+    total = processes(jobs)
+    if mode == "capped":
+        return [(max(1, n // total), None) for _ in jobs]
+    if mode != "static":
+        return [(None, None)] * len(jobs)
+    out, p = [], 0
+    for j in jobs:
+        lists, share = [], n
+        for _ in range(max(1, j.mpi_ranks)):
+            lo = p * n // total
+            hi = max(lo + 1, (p + 1) * n // total)
+            ids = [env.cpu_ids[c % n] for c in range(lo, hi)]
+            lists.append(cpu_list(ids))
+            share = min(share, len(ids))
+            p += 1
+        share = max(1, share // max(1, busy_runtimes(j)))
+        out.append((share, lists if total > 1 else None))
+    return out
 
 
 # ---------------------------------------------------------------- running
 
 
-def steady_seconds(text):
-    """The largest "Steady seconds:" value a job printed (MPI: one line per rank), or None."""
+def steady_seconds(text, prefix=STEADY_PREFIX):
+    """The largest value a job printed after `prefix` at the start of a line (MPI: one line
+    per rank), or None."""
     vals = []
     for line in text.splitlines():
-        if line.startswith(STEADY_PREFIX):
+        if line.startswith(prefix):
             try:
-                vals.append(float(line[len(STEADY_PREFIX):]))
-            except ValueError:
+                vals.append(float(line[len(prefix):].split()[0]))
+            except (ValueError, IndexError):
                 pass
     return max(vals) if vals else None
 
@@ -498,10 +625,19 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     the log. With `trace_path` (coexec or native mode), `coexec record` writes the run's
     trace there."""
     procs, outs = [], []
-    plans = static_plan(env, jobs) if mode == "static" else [(None, None)] * len(jobs)
+    job_plans = plans(env, jobs, mode)
     # Processes that run together start their steady clocks together (the programs'
-    # start gate), so one's start-up is not counted in another's steady time.
-    nprocs = sum(max(1, j.mpi_ranks) for j in jobs)
+    # start gate), so one's start-up is not counted in another's steady time. Programs
+    # from elsewhere (the halo exchange) do not wait at it.
+    nprocs = processes([j for j in jobs if j.gated])
+    if env.dry_run:
+        for job, plan in zip(jobs, job_plans):
+            gate = ({"BENCH_START_GATE": "<dir>", "BENCH_START_GATE_PROCS": str(nprocs)}
+                    if nprocs > 1 else {})
+            argv, extra = command(env, job, mode, plan, gate)
+            print("  $ " + " ".join([f"{k}={shlex.quote(v)}" for k, v in sorted(extra.items())] +
+                                     [shlex.quote(a) for a in argv]))
+        return 0.0, 0.0, "ok", set()
     gate_dir = tempfile.mkdtemp(prefix="coexec-gate-") if nprocs > 1 else None
     gate = ({"BENCH_START_GATE": gate_dir, "BENCH_START_GATE_PROCS": str(nprocs)}
             if gate_dir else {})
@@ -524,8 +660,8 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     try:
         with env.stops.held():
             start = time.monotonic()
-            for job, (share, cpus) in zip(jobs, plans):
-                argv, extra = command(env, job, mode, share, cpus, gate)
+            for job, plan in zip(jobs, job_plans):
+                argv, extra = command(env, job, mode, plan, gate)
                 child_env = dict(os.environ)
                 child_env.update(scenario_env)
                 child_env.update(extra)
@@ -561,12 +697,12 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     if killed:
         status = "timeout"
     steady, printed = [], set()
-    for out in outs:
+    for job, out in zip(jobs, outs):
         out.seek(0)
         text = out.read()
         out.close()
         log.write(text)
-        steady.append(steady_seconds(text))
+        steady.append(steady_seconds(text, job.steady_prefix))
         printed |= result_lines(text)
     log.flush()
     return elapsed, (None if None in steady else max(steady)), status, printed
@@ -599,10 +735,18 @@ def trace_file(args, scenario, mode, rep):
     return os.path.join(args.out, f"{name}.{mode}.{rep + 1}.trace.json")
 
 
+def round_order(modes, r):
+    """The order of the modes in round r (0-based): rotated to start at mode r mod n."""
+    k = r % len(modes)
+    return modes[k:] + modes[:k]
+
+
 def measure(env, args, scenarios, log):
-    """Runs each scenario in rounds: alone, then each mode, once per round. A shared machine
-    whose speed drifts over minutes then weighs on every mode alike, instead of on whichever
-    mode ran last."""
+    """Runs each scenario in rounds: every mode (alone included) once per round, the order
+    rotated from round to round (round_order). A shared machine whose speed drifts over
+    minutes then weighs on every mode alike, instead of on whichever mode runs last, and
+    no mode always runs right after the same other one. Every mode of every scenario gets
+    --repeats rounds; a mode that failed is not run again (its status says why)."""
     modes = ["alone"] + args.modes
     total = len(scenarios) * len(modes) * args.repeats
     done = 0
@@ -611,17 +755,20 @@ def measure(env, args, scenarios, log):
     for sc in scenarios:
         runs = {}
         for mode in modes:
-            why = env.missing(sc, "native" if mode == "alone" else mode)
+            why = None if env.dry_run else env.missing(sc, "native" if mode == "alone"
+                                                       else mode)
             runs[mode] = Result(sc, mode, [], "n/a: " + why if why else "ok")
             if why:
                 done += args.repeats
                 progress(done, total, t0, sc.name, mode, "n/a (" + why + ")")
         for rep in range(args.repeats):
-            for mode in modes:
+            for mode in round_order(modes, rep):
                 r = runs[mode]
                 if r.status != "ok":  # n/a, or failed or hung before: not retried
                     done += 0 if r.status.startswith("n/a") else 1
                     continue
+                if env.dry_run:
+                    print(f"# {sc.name} round {rep + 1}: {mode}")
                 limit = run_limit(args.timeout, runs["alone"] if mode != "alone" else None)
                 if mode == "alone":
                     secs, steady, st, out = 0.0, 0.0, "ok", set()
@@ -637,6 +784,8 @@ def measure(env, args, scenarios, log):
                     secs, steady, st, out = run_jobs(env, sc.jobs, mode, limit, sc.env, log,
                                                      trace)
                 done += 1
+                if env.dry_run:
+                    continue
                 if st == "ok":
                     r.times.append(secs)
                     r.steady.append(steady)
@@ -704,28 +853,64 @@ def by_scenario(results):
     return table
 
 
-def noise_mark(row, kind):
-    """How coexec compares with the better (lower median) of native and passive:
-    "~" min-max ranges overlap, "<" coexec faster, ">" slower (ranges apart), "" unknown."""
-    co = row.get("coexec")
-    if median(co, kind) is None or len(co.values(kind)) < 2:
+def rel_spread(r, kind):
+    """(max - min) / median of the repeats, or None."""
+    m = median(r, kind)
+    if not m:
+        return None
+    lo, hi = spread(r, kind)
+    return (hi - lo) / m
+
+
+def best_of(row, kind, modes):
+    """The mode of `modes` with the lowest median in the row, or None."""
+    have = [m for m in modes if median(row.get(m), kind) is not None]
+    return min(have, key=lambda m: median(row[m], kind)) if have else None
+
+
+def verdict(co, ref, kind):
+    """coexec against one mode: "noisy" where either spread exceeds NOISY, else "even"
+    (min-max ranges overlap), "win" (coexec faster) or "loss"; "" with fewer than 2
+    repeats of either."""
+    if len(co.values(kind)) < 2 or len(ref.values(kind)) < 2:
         return ""
-    best = [row[m] for m in ("native", "passive")
-            if median(row.get(m), kind) is not None and len(row[m].values(kind)) >= 2]
-    if not best:
-        return ""
-    ref = min(best, key=lambda r: median(r, kind))
+    if rel_spread(co, kind) > NOISY or rel_spread(ref, kind) > NOISY:
+        return "noisy"
     (clo, chi), (rlo, rhi) = spread(co, kind), spread(ref, kind)
     if clo <= rhi and rlo <= chi:
-        return "~"
-    return "<" if median(co, kind) < median(ref, kind) else ">"
+        return "even"
+    return "win" if median(co, kind) < median(ref, kind) else "loss"
+
+
+def compare(row, kind, modes):
+    """coexec against the best (lowest median) of `modes` in the row: (ratio of the
+    medians, that mode, verdict), or None when coexec or all of them have no data."""
+    co = row.get("coexec")
+    ref = best_of(row, kind, [m for m in modes if m != "coexec"])
+    if median(co, kind) is None or ref is None:
+        return None
+    return median(co, kind) / median(row[ref], kind), ref, verdict(co, row[ref], kind)
+
+
+def versus_zero_knowledge(row, kind):
+    """(a): coexec against the better of native and passive (compare())."""
+    return compare(row, kind, ZERO_KNOWLEDGE)
+
+
+def versus_all(row, kind):
+    """(b): coexec against the best of every mode that ran (compare())."""
+    return compare(row, kind, [m for m in row if m not in ("scenario", "alone", "coexec")])
 
 
 def versus_better(row, kind):
     """coexec's median over the lower of native's and passive's medians, or None."""
-    co = median(row.get("coexec"), kind)
-    refs = [m for m in (median(row.get(k), kind) for k in ("native", "passive")) if m]
-    return co / min(refs) if co is not None and refs else None
+    c = versus_zero_knowledge(row, kind)
+    return c[0] if c else None
+
+
+def comparison_text(c):
+    """A compare() result as a table cell: "0.987 passive even"."""
+    return "" if c is None else f"{c[0]:.3f} {c[1]} {c[2]}".rstrip()
 
 
 def cell(r, alone, kind, mark=""):
@@ -743,17 +928,17 @@ def cell(r, alone, kind, mark=""):
 
 def table_text(results, modes, kind):
     rows = by_scenario(results)
-    compared = "coexec" in modes and ("native" in modes or "passive" in modes)
-    head = ["scenario", "alone"] + modes + (["coexec/better"] if compared else [])
+    compared = "coexec" in modes and len(modes) > 1
+    head = ["scenario", "alone"] + modes + (["coexec vs (a) zero-knowledge",
+                                             "coexec vs (b) all modes"] if compared else [])
     lines = [head]
     for name, row in rows.items():
         alone = median(row.get("alone"), kind)
-        mark = noise_mark(row, kind)
         line = [name, cell(row.get("alone"), None, kind)] + \
-            [cell(row.get(m), alone, kind, mark if m == "coexec" else "") for m in modes]
+            [cell(row.get(m), alone, kind) for m in modes]
         if compared:
-            ratio = versus_better(row, kind)
-            line.append("" if ratio is None else f"{ratio:.3f}")
+            line += [comparison_text(versus_zero_knowledge(row, kind)),
+                     comparison_text(versus_all(row, kind))]
         lines.append(line)
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
     out = []
@@ -764,6 +949,32 @@ def table_text(results, modes, kind):
     return "\n".join(out)
 
 
+def write_summary(path, results, kind):
+    """summary.csv: per scenario, coexec's median against (a) the best zero-knowledge mode
+    and (b) the best of every mode that ran: that mode, its median, the ratio, the
+    verdict, and each spread."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["scenario", "time", "coexec_median", "coexec_spread",
+                    "a_mode", "a_median", "a_spread", "coexec_over_a", "a_verdict",
+                    "b_mode", "b_median", "b_spread", "coexec_over_b", "b_verdict"])
+        for name, row in by_scenario(results).items():
+            co = row.get("coexec")
+            line = [name, kind, fmt_num(median(co, kind)), fmt_num(rel_spread(co, kind))]
+            for c in (versus_zero_knowledge(row, kind), versus_all(row, kind)):
+                if c is None:
+                    line += ["", "", "", "", ""]
+                else:
+                    ref = row[c[1]]
+                    line += [c[1], fmt_num(median(ref, kind)), fmt_num(rel_spread(ref, kind)),
+                             f"{c[0]:.4f}", c[2]]
+            w.writerow(line)
+
+
+def fmt_num(v):
+    return "" if v is None else f"{v:.4f}"
+
+
 def table_header(kind):
     what = ("steady-state time (the programs' solve / training loop)" if kind == "steady"
             else "wall time (process start to exit)")
@@ -772,13 +983,14 @@ def table_header(kind):
 
 def results_text(results):
     """For each scenario whose programs print RESULT_PREFIX lines: whether every mode that
-    ran the same thread counts (alone, native, passive, coexec) printed the same ones, and
-    static's, which may round differently on fewer threads. Returns (lines, names of the
-    scenarios where the former differ)."""
+    ran the same thread counts (alone, native, passive, stock-llvm, coexec) printed the same
+    ones, and capped's and static's, which may round differently on fewer threads. Returns
+    (lines, names of the scenarios where the former differ)."""
     lines, differ = [], []
+    fewer = ("capped", "static")
     for name, row in by_scenario(results).items():
         seen = {m: r.printed for m, r in row.items() if m != "scenario" and r.printed}
-        same = {m: v for m, v in seen.items() if m != "static"}
+        same = {m: v for m, v in seen.items() if m not in fewer}
         if not seen:
             continue
         if len({frozenset(v) for v in same.values()}) > 1:
@@ -786,18 +998,22 @@ def results_text(results):
             lines.append(f"{name}: DIFFERENT")
             lines += [f"  {m}: {'; '.join(sorted(v))}" for m, v in seen.items()]
             continue
-        ref = next(iter(same.values()), seen.get("static"))
-        lines.append(f"{name}: the same in {', '.join(same) or 'static'}: {'; '.join(sorted(ref))}")
-        if same and "static" in seen and seen["static"] != ref:
-            lines.append(f"  static (fewer threads, other rounding): "
-                         f"{'; '.join(sorted(seen['static']))}")
+        ref = next(iter(same.values()), next(iter(seen.values())))
+        shown = ", ".join(same) or ", ".join(m for m in seen if seen[m] == ref)
+        lines.append(f"{name}: the same in {shown}: {'; '.join(sorted(ref))}")
+        for m in fewer:
+            if same and m in seen and seen[m] != ref:
+                lines.append(f"  {m} (fewer threads, other rounding): "
+                             f"{'; '.join(sorted(seen[m]))}")
     return lines, differ
 
 
-TABLE_LEGEND = ("coexec mark, against the better of native and passive (lower median): "
-                "~ within noise (min-max ranges overlap); < coexec faster, > coexec slower "
-                "(ranges apart); no mark: fewer than 2 repeats or no data. coexec/better: "
-                "coexec's median over that better median.")
+TABLE_LEGEND = ("coexec vs (a): coexec's median over the best (lowest) median of the "
+                "zero-knowledge modes (native, passive), and which; vs (b): over the best of "
+                "every mode that ran (capped, static and stock-llvm too). Verdicts: noisy = "
+                "coexec's or that mode's spread ((max-min)/median) exceeds 10%, no win or "
+                "loss; even = min-max ranges overlap; win / loss = ranges apart, coexec "
+                "faster / slower; none: fewer than 2 repeats.")
 
 
 def plot(outdir, results, modes, kind):
@@ -917,8 +1133,20 @@ def parse(argv):
                         "with `coexec record --native` (the kernel's choices, sampled from "
                         "/proc every ms): one Perfetto trace <scenario>.<mode>.<repeat>"
                         ".trace.json next to results.csv (fig7/x: fig7_x...)")
+    p.add_argument("--cpus", type=int, default=None,
+                   help="run on the first N of the CPUs this process may use (default: all "
+                        "of them); thread counts, rank counts and problem sizes follow N")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every run's command and environment, in the order and rounds "
+                        "they would run, and run nothing")
     a = p.parse_args(argv)
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if len(set(a.modes)) != len(a.modes):
+        p.error(f"--modes: a mode is named twice in {','.join(a.modes)}")
+    allowed = len(os.sched_getaffinity(0))
+    if a.cpus is not None and not 1 <= a.cpus <= allowed:
+        p.error(f"--cpus {a.cpus}: must be between 1 and the {allowed} CPUs this process "
+                f"may use")
     bad = [m for m in a.modes if m not in MODES]
     if bad or not a.modes:
         p.error(f"--modes: unknown mode(s) {','.join(bad)}; choose from {','.join(MODES)}")
@@ -933,22 +1161,30 @@ def parse(argv):
 
 def main(argv, stops):
     args = parse(argv)
-    all_scenarios = catalogue(args.long or args.scenarios == "long")
+    cpu_ids = sorted(os.sched_getaffinity(0))[:args.cpus]  # all of them without --cpus
+    all_scenarios = catalogue(args.long or args.scenarios == "long", len(cpu_ids))
     if args.list:
         for s in all_scenarios:
             print(f"{s.group:9s} {s.name}")
         return 0
     scenarios = select(all_scenarios, args.scenarios, args.long)
-    env = Environment(args.build, stops)
+    if not args.dry_run and len(cpu_ids) < len(os.sched_getaffinity(0)):
+        os.sched_setaffinity(0, cpu_ids)  # the jobs inherit it
+    env = Environment(args.build, stops, cpu_ids, args.dry_run)
     out = os.path.abspath(args.out or os.path.join(args.build, "oversubscription"))
-    os.makedirs(out, exist_ok=True)
     args.out = out
     print(f"run.py: {len(scenarios)} scenarios x {len(args.modes)} modes x {args.repeats} "
-          f"repeats on {env.ncpu} CPUs; coexec {'available' if env.coexec_ok else 'not built'}",
-          flush=True)
+          f"repeats on {env.ncpu} CPUs ({cpu_list(env.cpu_ids)}); coexec "
+          f"{'available' if env.coexec_ok else 'not built'}"
+          + ("; dry run: the commands only" if args.dry_run else ""), flush=True)
+    if args.dry_run:
+        measure(env, args, scenarios, open(os.devnull, "w"))
+        return 0
+    os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "runs.log"), "w") as log:
         results = measure(env, args, scenarios, log)
     write_csv(os.path.join(out, "results.csv"), results)
+    write_summary(os.path.join(out, "summary.csv"), results, args.time)
     checked, differ = results_text(results)
     text = "\n".join([table_header(args.time), "", table_text(results, args.modes, args.time),
                       "", TABLE_LEGEND] +
@@ -958,7 +1194,8 @@ def main(argv, stops):
         f.write(text + "\n")
     print("\n" + text)
     pngs = [] if args.no_plots else plot(out, results, args.modes, args.time)
-    print(f"\nCSV: {os.path.join(out, 'results.csv')}\nlog: {os.path.join(out, 'runs.log')}")
+    print(f"\nCSV: {os.path.join(out, 'results.csv')} (summary: "
+          f"{os.path.join(out, 'summary.csv')})\nlog: {os.path.join(out, 'runs.log')}")
     for p in pngs:
         print(f"plot: {p}")
     failed = [r for r in results if r.status != "ok" and not r.status.startswith("n/a")]

@@ -7,6 +7,8 @@ set(cases
     "--scenarios,no-such-scenario"
     "--build,/nonexistent"
     "--timeout,-1"
+    "--cpus,0"
+    "--cpus,100000"
     "--bogus")
 foreach(case IN LISTS cases)
   string(REPLACE "," ";" args "${case}")
