@@ -4,10 +4,11 @@
 Each folder benchmarks/oversubscription/results/YYYY-MM-DD-<commit>/ becomes a section,
 newest first. Its meta.json names the machine and, for each CSV (run.py's results.csv
 format) and each Markdown page to include, a title, the command and what it holds. Every
-CSV becomes a table of steady seconds: each mode's median [min–max] over the repeats,
-coexec / better (coexec's median over the lower of native's and passive's medians) and
-whether coexec's min–max range is apart from the better mode's. The arithmetic is
-run.py's, read through versus_better.py. PNG files are shown, and every file is linked.
+CSV becomes a table of steady seconds: each mode's median [min–max] over the repeats, and
+coexec's median over (a) the best zero-knowledge mode's (native, passive) and (b) the best
+of every mode that ran, each with that mode and its verdict (noisy, even, win, loss). The
+arithmetic is run.py's, read through versus_better.py. PNG files are shown, and every file
+is linked.
 
 usage: results-page.py [-o OUTPUT] [--results DIR]
   (default: docs/results.md from benchmarks/oversubscription/results)"""
@@ -25,7 +26,7 @@ import run  # noqa: E402  (the runner: medians, spreads, coexec / better, the ra
 import versus_better  # noqa: E402  (reads a results.csv into run.Result objects)
 
 FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2})-([0-9a-f]{7,40})$")
-MODES = ("alone", "native", "passive", "static", "coexec")
+MODES = ("alone",) + tuple(run.MODES)
 KIND = "steady"
 COMMAND = "python3 scripts/results-page.py"
 
@@ -37,12 +38,17 @@ by the date and the commit measured; [oversubscription.md](oversubscription.md) 
 the scenarios, the modes and the launch-inclusive ideal. Each cell is in steady seconds
 (the programs' own solve or training loop, without start-up): the median over the repeats
 and [min–max]. *alone* is the same work done by one runtime, or by each process on its
-own, one after the other. *coexec / better* is coexec's median over the lower of native's
-and passive's medians: below 1 coexec is faster than the better of the two; above 1.05 it
-is in bold. *ranges* says whether coexec's min–max range overlaps the better mode's (the
-difference is within the noise) or is apart from it. The page is generated from the files
-it links: `{COMMAND}` writes it, and the ctest
-`docs.results_page` fails when the page differs from what the script writes."""
+own, one after the other. *coexec / (a)* is coexec's median over the best (lowest) median
+of the zero-knowledge modes, native and passive, the baselines a user gets without
+knowing what else runs; *coexec / (b)* is over the best of every mode that ran, capped,
+static and stock-llvm included where they ran. Below 1 coexec is faster. Each ratio names
+that mode and a verdict: *noisy* where coexec's or that mode's spread ((max − min) /
+median) exceeds 10%, so the figure is neither a win nor a loss; else *even* where the
+min–max ranges overlap, *win* or *loss* where they are apart. A ratio above 1.05 that is
+a loss is in bold. Where a run had no capped, static or stock-llvm runs, (b) equals (a),
+and its summary says so. The page is generated from the files it links: `{COMMAND}`
+writes it, and the ctest `docs.results_page` fails when the page differs from what the
+script writes."""
 
 
 def fmt(result):
@@ -65,25 +71,38 @@ def table(path):
     """The Markdown table of one run.py results.csv, and a sentence that sums it up."""
     rows, _ = versus_better.load(path)
     modes = [m for m in MODES if any(m in row for row in rows.values())]
-    lines = ["| scenario | repeats | " + " | ".join(modes) + " | coexec / better | ranges |",
+    lines = ["| scenario | repeats | " + " | ".join(modes) + " | coexec / (a) zero-knowledge"
+             " | coexec / (b) all modes |",
              "|---" * (len(modes) + 4) + "|"]
-    ratios, marks = [], {}
+    ratios = {"a": [], "b": []}
+    verdicts = {"a": {}, "b": {}}
     for name, row in rows.items():
-        ratio = run.versus_better(row, KIND)
-        mark = run.noise_mark(row, KIND)
-        if ratio is None:
-            shown = "–"
-        else:
-            ratios.append(ratio)
-            shown = f"**{ratio:.3f}**" if ratio > 1.05 else f"{ratio:.3f}"
-        marks[mark] = marks.get(mark, 0) + 1
+        cells = []
+        for key, c in (("a", run.versus_zero_knowledge(row, KIND)),
+                       ("b", run.versus_all(row, KIND))):
+            cells.append(versus_better.cell(c))
+            if c is not None:
+                ratios[key].append(c[0])
+                v = c[2] or "fewer than 2 repeats"
+                verdicts[key][v] = verdicts[key].get(v, 0) + 1
         lines.append(f"| {name} | {repeats(row, modes)} | "
                      + " | ".join(fmt(row.get(m)) for m in modes)
-                     + f" | {shown} | {versus_better.RANGES[mark]} |")
-    summary = (f"{len(rows)} scenarios; coexec / better from {min(ratios):.3f} to "
-               f"{max(ratios):.3f}; coexec's range apart and faster in {marks.get('<', 0)}, "
-               f"overlapping in {marks.get('~', 0)}, apart and slower in {marks.get('>', 0)}."
-               if ratios else f"{len(rows)} scenarios; no coexec / better.")
+                     + f" | {cells[0]} | {cells[1]} |")
+    if not ratios["a"]:
+        return "\n".join(lines), f"{len(rows)} scenarios; no coexec / (a)."
+    parts = [f"{len(rows)} scenarios"]
+    for key, what in (("a", "coexec / (a)"), ("b", "coexec / (b)")):
+        if not ratios[key]:
+            continue
+        counts = ", ".join(f"{verdicts[key].get(v, 0)} {v}"
+                           for v in ("win", "even", "loss", "noisy", "fewer than 2 repeats")
+                           if verdicts[key].get(v))
+        parts.append(f"{what} from {min(ratios[key]):.3f} to {max(ratios[key]):.3f} "
+                     f"({counts})")
+    summary = "; ".join(parts) + "."
+    if not any(m in modes for m in run.MODES if m not in run.ZERO_KNOWLEDGE + ("coexec",)):
+        summary += (" This run had no capped, static or stock-llvm runs, so (b) equals (a): "
+                    "it does not show how coexec compares with the tuned baselines.")
     return "\n".join(lines), summary
 
 

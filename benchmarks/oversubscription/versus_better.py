@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Reads a run.py results.csv and prints, per scenario, a Markdown row: each mode's median
-[min-max], coexec's median over the better (lower) of the native and passive medians, the
-median (min-max) of the rounds' ratios (each round's coexec time over that round's better
-of native and passive), and whether coexec's min-max range is apart from the better mode's.
-The medians, spreads and marks are run.py's own (the runner's table shows the same).
+[min-max]; coexec's median over (a) the best (lowest) median of the zero-knowledge modes
+(native, passive) and over (b) the best of every mode in the file (capped, static and
+stock-llvm too, where they ran), each with that mode and run.py's verdict (noisy: a spread
+over 10%; even: min-max ranges overlap; win or loss); and the median (min-max) of the
+rounds' ratios for (a) (each round's coexec time over that round's better of native and
+passive). The arithmetic is run.py's own (the runner's table shows the same). A file
+without capped, static or stock-llvm runs gives (b) = (a).
 
 usage: versus_better.py RESULTS_CSV [steady|wall]"""
 import csv
@@ -14,8 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402  (the runner, as a module: its table's arithmetic)
 
-MODES = ("alone", "native", "passive", "coexec")
-RANGES = {"~": "overlap", "<": "apart, faster", ">": "apart, slower", "": "n/a"}
+MODES = ("alone",) + tuple(run.MODES)
 
 
 def load(path):
@@ -37,26 +39,43 @@ def load(path):
     return rows, rounds
 
 
+def cell(c):
+    """A run.compare() result as "0.987 (passive, even)"; "–" without one."""
+    if c is None:
+        return "–"
+    ratio, mode, verdict = c
+    text = f"{ratio:.3f}"
+    if ratio > 1.05 and verdict not in ("noisy", "even"):
+        text = f"**{text}**"
+    return f"{text} ({mode}{', ' + verdict if verdict else ''})"
+
+
 def main(path, kind):
     rows, round_of = load(path)
-    print("| scenario | " + " | ".join(MODES) + " | coexec / better | rounds (min–max) | ranges |")
-    print("|---" * (len(MODES) + 4) + "|")
+    modes = [m for m in MODES if any(m in row for row in rows.values())]
+    print("| scenario | " + " | ".join(modes) + " | coexec / (a) zero-knowledge | "
+          "coexec / (b) all modes | (a) by round (min–max) |")
+    print("|---" * (len(modes) + 4) + "|")
     for name, row in rows.items():
-        if not all(run.median(row.get(m), kind) is not None for m in MODES):
+        if run.median(row.get("coexec"), kind) is None:
             continue
         cells = []
-        for m in MODES:
+        for m in modes:
+            if run.median(row.get(m), kind) is None:
+                cells.append("–")
+                continue
             lo, hi = run.spread(row[m], kind)
             cells.append(f"{run.median(row[m], kind):.2f} [{lo:.2f}–{hi:.2f}]")
-        ratio = run.versus_better(row, kind)
         # Repeat i of every mode ran in round i (run.py runs the modes in rounds).
-        co, na, pa = (dict(zip(round_of[name, m], row[m].values(kind)))
-                      for m in ("coexec", "native", "passive"))
-        rounds = [t / min(na[i], pa[i]) for i, t in co.items() if i in na and i in pa]
-        mark = "**" if ratio > 1.05 else ""
-        print(f"| {name} | " + " | ".join(cells) + f" | {mark}{ratio:.3f}{mark} | "
-              f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f}) | "
-              f"{RANGES[run.noise_mark(row, kind)]} |")
+        per = {m: dict(zip(round_of.get((name, m), []), row[m].values(kind)))
+               for m in ("coexec",) + run.ZERO_KNOWLEDGE if m in row}
+        rounds = [t / min(per[m][i] for m in run.ZERO_KNOWLEDGE if m in per and i in per[m])
+                  for i, t in per["coexec"].items()
+                  if any(m in per and i in per[m] for m in run.ZERO_KNOWLEDGE)]
+        by_round = (f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f})"
+                    if rounds else "–")
+        print(f"| {name} | " + " | ".join(cells) + f" | {cell(run.versus_zero_knowledge(row, kind))}"
+              f" | {cell(run.versus_all(row, kind))} | {by_round} |")
 
 
 if __name__ == "__main__":
