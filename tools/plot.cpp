@@ -15,21 +15,50 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <tuple>
+#include <utility>
 
 namespace coexec::cli {
 namespace {
 
 using nlohmann::json;
 
-// Distinct colours, one per process and runtime label, in order of first use.
+// One colour per process, in order of its first slice. Past the palette the
+// colours come round again, hatched: palette size × (1 + hatches) processes
+// get a style of their own.
 constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
                                     "#393b79", "#ad494a", "#637939", "#7b4173"};
+constexpr size_t kColours = sizeof kPalette / sizeof *kPalette;
+// gnuplot's fill patterns, for the palette's second lap and later: diagonal
+// lines both ways, steep diagonals both ways, two cross-hatches.
+constexpr int kHatches[] = {4, 5, 6, 7, 1, 2};
+constexpr size_t kHatchCount = sizeof kHatches / sizeof *kHatches;
+// A process's runtime labels, in order of first use, are shades of its
+// colour: itself, then mixed with white (> 0) or black (< 0) by this much.
+constexpr double kShades[] = {0.0, 0.45, -0.4, 0.7, -0.65};
+constexpr size_t kShadeCount = sizeof kShades / sizeof *kShades;
 
 struct Bar {
     double start_s, end_s;
     int cpu;
     bool running; // running: full height; held idle, asleep or lent: thin
+};
+
+// What one process held under one runtime label.
+struct Series {
+    std::string label;
+    double first_s; // its first slice's start
+    std::vector<Bar> bars;
+};
+
+// A process of the trace: a pid with the name it had (a pid the kernel
+// reused for another program is another process).
+struct Process {
+    int64_t pid;
+    std::string name;
+    double first_s;
+    std::vector<Series> series; // one per runtime label, in order of first use
 };
 
 // Keeps what gnuplot may print as-is: no quotes, no control characters.
@@ -40,10 +69,21 @@ std::string quoted_safe(const std::string& text) {
     return out;
 }
 
-// The CPU slices of a trace, grouped by "process label". Throws
-// std::runtime_error when the document is not a coexec trace.
-std::map<std::string, std::vector<Bar>> read_bars(const json& doc, int& cpus,
-                                                  std::vector<std::string>& order) {
+// "#rrggbb" mixed with white (amount > 0) or black (amount < 0).
+std::string shade(const char* rgb, double amount) {
+    unsigned r = 0, g = 0, b = 0;
+    std::sscanf(rgb, "#%2x%2x%2x", &r, &g, &b);
+    auto mix = [&](unsigned c) {
+        const double v = amount >= 0 ? c + (255 - c) * amount : c * (1 + amount);
+        return unsigned(std::clamp(v + 0.5, 0.0, 255.0));
+    };
+    return fmt::format("#{:02x}{:02x}{:02x}", mix(r), mix(g), mix(b));
+}
+
+// The CPU slices of a trace, by process and runtime label, processes and
+// labels in order of first slice. Throws std::runtime_error when the document
+// is not a coexec trace.
+std::vector<Process> read_processes(const json& doc, int& cpus) {
     if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
         throw std::runtime_error("it has no traceEvents array");
     int64_t cpu_pid = kCpuTrackPid;
@@ -51,7 +91,8 @@ std::map<std::string, std::vector<Bar>> read_bars(const json& doc, int& cpus,
         doc["otherData"].contains("cpu_track_pid") &&
         doc["otherData"]["cpu_track_pid"].is_number_integer())
         cpu_pid = doc["otherData"]["cpu_track_pid"].get<int64_t>();
-    std::map<std::string, std::vector<Bar>> groups;
+    std::vector<Process> processes;
+    std::map<std::pair<int64_t, std::string>, size_t> index; // (pid, name) -> processes[i]
     cpus = 0;
     for (const json& e : doc["traceEvents"]) {
         if (!e.is_object() || e.value("ph", "") != "X" || e.value("pid", int64_t(0)) != cpu_pid)
@@ -60,21 +101,51 @@ std::map<std::string, std::vector<Bar>> read_bars(const json& doc, int& cpus,
         if (cpu < 0 || cpu >= 4096) continue;
         const double ts = e.value("ts", 0.0), dur = e.value("dur", 0.0);
         const json args = e.value("args", json::object());
-        std::string key = quoted_safe(args.value("process", std::string("?")) + " " +
-                                      args.value("label", std::string("?")));
-        if (!groups.count(key)) order.push_back(key);
-        groups[key].push_back({ts / 1e6, (ts + dur) / 1e6, cpu,
-                               args.value("state", std::string("running")) == "running"});
+        const int64_t pid = args.contains("pid") && args["pid"].is_number_integer()
+                                ? args["pid"].get<int64_t>()
+                                : 0;
+        const std::string name = quoted_safe(args.value("process", std::string("?")));
+        std::string label = quoted_safe(args.value("label", std::string("")));
+        if (label.empty()) label = "?";
+        const Bar bar{ts / 1e6, (ts + dur) / 1e6, cpu,
+                      args.value("state", std::string("running")) == "running"};
+        auto [it, added] = index.try_emplace({pid, name}, processes.size());
+        if (added) processes.push_back({pid, name, bar.start_s, {}});
+        Process& p = processes[it->second];
+        p.first_s = std::min(p.first_s, bar.start_s);
+        auto s = std::find_if(p.series.begin(), p.series.end(),
+                              [&](const Series& x) { return x.label == label; });
+        if (s == p.series.end()) s = p.series.insert(p.series.end(), {label, bar.start_s, {}});
+        s->first_s = std::min(s->first_s, bar.start_s);
+        s->bars.push_back(bar);
         cpus = std::max(cpus, cpu + 1);
     }
-    return groups;
+    // Slices are written when they end: order by when they started.
+    for (Process& p : processes)
+        std::stable_sort(p.series.begin(), p.series.end(),
+                         [](const Series& a, const Series& b) { return a.first_s < b.first_s; });
+    std::stable_sort(processes.begin(), processes.end(), [](const Process& a, const Process& b) {
+        return std::tie(a.first_s, a.pid) < std::tie(b.first_s, b.pid);
+    });
+    return processes;
 }
 
-std::string gnuplot_script(const std::map<std::string, std::vector<Bar>>& groups,
-                           const std::vector<std::string>& order, int cpus,
+// The legend entry of a process: "NAME PID (LABEL, LABEL...)".
+std::string legend(const Process& p) {
+    std::string text = p.pid > 0 ? fmt::format("{} {}", p.name, p.pid) : p.name;
+    for (size_t j = 0; j < p.series.size(); ++j)
+        text += (j ? ", " : " (") + p.series[j].label;
+    return p.series.empty() ? text : text + ")";
+}
+
+std::string gnuplot_script(const std::vector<Process>& processes, int cpus,
                            const PlotOptions& options) {
     std::ostringstream s;
-    const int height = std::max(240, 80 + 28 * cpus);
+    // Tall enough for the CPUs, and for the legend in one column up to 60 rows.
+    size_t rows = 0;
+    for (const Process& p : processes)
+        rows += 1 + (p.series.size() > 1 ? p.series.size() : 0);
+    const int height = std::max({240, 80 + 28 * cpus, 90 + 17 * int(std::min<size_t>(rows, 60))});
     s << "set terminal pngcairo size 1400," << height << " noenhanced font ',10'\n";
     s << "set output '" << quoted_safe(options.output) << "'\n";
     s << "set title '" << quoted_safe(options.title.empty() ? options.trace : options.title)
@@ -83,21 +154,42 @@ std::string gnuplot_script(const std::map<std::string, std::vector<Bar>>& groups
     s << "set yrange [" << cpus - 0.5 << ":-0.5]\nset ytics (";
     for (int c = 0; c < cpus; ++c)
         s << (c ? ", " : "") << "'" << c << "' " << c;
-    s << ")\nset key outside right top\nset style fill solid 1.0 noborder\nset grid xtics\n";
-    // Each group's bars as a datablock: x-centre, y, x-half-width, y-half-height.
-    int i = 0;
-    for (const auto& key : order) {
-        s << "$g" << i++ << " << EOD\n";
-        for (const Bar& b : groups.at(key))
-            s << fmt::format("{:.6f} {} {:.6f} {}\n", (b.start_s + b.end_s) / 2, b.cpu,
-                             (b.end_s - b.start_s) / 2, b.running ? 0.4 : 0.12);
-        s << "EOD\n";
-    }
+    s << ")\nset key outside right top Left reverse\nset grid xtics\n";
+    // Each series' bars as a datablock: x-centre, y, x-half-width, y-half-height.
+    int n = 0;
+    for (const Process& p : processes)
+        for (const Series& series : p.series) {
+            s << "$s" << n++ << " << EOD\n";
+            for (const Bar& b : series.bars)
+                s << fmt::format("{:.6f} {} {:.6f} {}\n", (b.start_s + b.end_s) / 2, b.cpu,
+                                 (b.end_s - b.start_s) / 2, b.running ? 0.4 : 0.12);
+            s << "EOD\n";
+        }
+    // Per process: its legend entry in its colour, then its series, one
+    // shade per runtime label, each in the legend when it has several.
     s << "plot ";
-    for (size_t g = 0; g < order.size(); ++g)
-        s << (g ? ", \\\n     " : "") << "$g" << g << " using 1:2:3:4 with boxxyerror lc rgb '"
-          << kPalette[g % (sizeof kPalette / sizeof *kPalette)] << "' title '" << order[g] << "'";
-    if (order.empty()) s << "NaN title 'no CPU was held'";
+    const char* sep = "";
+    n = 0;
+    for (size_t i = 0; i < processes.size(); ++i) {
+        const Process& p = processes[i];
+        const char* colour = kPalette[i % kColours];
+        const size_t lap = i / kColours;
+        const std::string fill =
+            lap == 0 ? "fs solid 1.0 noborder"
+                     : fmt::format("fs pattern {} border", kHatches[(lap - 1) % kHatchCount]);
+        s << sep << "keyentry with boxes " << fill << " lc rgb '" << colour << "' title '"
+          << legend(p) << "'";
+        sep = ", \\\n     ";
+        for (size_t j = 0; j < p.series.size(); ++j) {
+            s << sep << "$s" << n++ << " using 1:2:3:4 with boxxyerror " << fill << " lc rgb '"
+              << shade(colour, kShades[j % kShadeCount]) << "' ";
+            if (p.series.size() > 1)
+                s << "title '    " << p.series[j].label << "'";
+            else
+                s << "notitle";
+        }
+    }
+    if (processes.empty()) s << "NaN title 'no CPU was held'";
     s << "\n";
     return s.str();
 }
@@ -111,15 +203,14 @@ int plot_command(const PlotOptions& options) {
         return 2;
     }
     int cpus = 0;
-    std::vector<std::string> order;
-    std::map<std::string, std::vector<Bar>> groups;
+    std::vector<Process> processes;
     try {
-        groups = read_bars(json::parse(in), cpus, order);
+        processes = read_processes(json::parse(in), cpus);
     } catch (const std::exception& e) {
         print_error(fmt::format("'{}' is not a coexec trace: {}", options.trace, e.what()));
         return 2;
     }
-    const std::string script = gnuplot_script(groups, order, std::max(cpus, 1), options);
+    const std::string script = gnuplot_script(processes, std::max(cpus, 1), options);
     // gnuplot reads the script on its stdin; its own errors reach our stderr.
     FILE* gp = popen("gnuplot", "w");
     if (!gp) {
@@ -135,8 +226,12 @@ int plot_command(const PlotOptions& options) {
                         : "gnuplot failed to draw the chart");
         return 2;
     }
-    std::fprintf(stderr, "coexec plot: %zu process/runtime pairs on %d CPUs drawn to %s\n",
-                 order.size(), cpus, options.output.c_str());
+    size_t pairs = 0;
+    for (const Process& p : processes)
+        pairs += p.series.size();
+    std::fprintf(stderr,
+                 "coexec plot: %zu processes, %zu process/runtime pairs, on %d CPUs drawn to %s\n",
+                 processes.size(), pairs, cpus, options.output.c_str());
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -156,6 +157,70 @@ std::map<std::string, int> roles(const std::string& out) {
     return r;
 }
 
+// ---- coexec plot ------------------------------------------------------------
+
+// What `coexec plot` gave gnuplot: its legend entries (one per process) and
+// series (one per process and runtime label), each with its style, the
+// "fs ... lc rgb '#rrggbb'" between the plot style and the title.
+struct PlotScript {
+    std::string text;
+    std::vector<std::pair<std::string, std::string>> legend; // title, style
+    std::vector<std::pair<std::string, std::string>> series; // title ("" if none), style
+    std::string style_of(const std::string& legend_prefix) const {
+        for (const auto& [title, style] : legend)
+            if (title.rfind(legend_prefix, 0) == 0) return style;
+        return "";
+    }
+};
+
+PlotScript parse_plot_script(const std::string& text) {
+    PlotScript p{text, {}, {}};
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        const bool key = line.find("keyentry with boxes ") != std::string::npos;
+        const bool series = line.find(" with boxxyerror ") != std::string::npos;
+        if (!key && !series) continue;
+        const std::string with = key ? "keyentry with boxes " : " with boxxyerror ";
+        const size_t from = line.find(with) + with.size();
+        size_t end = line.find(" title '", from);
+        std::string title;
+        if (end != std::string::npos) {
+            const size_t open = end + 8;
+            title = line.substr(open, line.find('\'', open) - open);
+        } else {
+            end = line.find(" notitle", from);
+        }
+        std::string style = line.substr(from, end - from);
+        (key ? p.legend : p.series).emplace_back(title, style);
+    }
+    return p;
+}
+
+// Runs `coexec plot TRACE -o PNG` with a gnuplot on PATH that keeps the
+// script it is given, then hands it to the real gnuplot.
+PlotScript plot_keeping_script(const std::string& dir, const std::string& trace,
+                               const std::string& png, Outcome* outcome = nullptr) {
+    std::string real;
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "/usr/bin:/bin");
+    for (std::string d; real.empty() && std::getline(dirs, d, ':');)
+        if (!d.empty() && access((d + "/gnuplot").c_str(), X_OK) == 0) real = d + "/gnuplot";
+    EXPECT_FALSE(real.empty()) << "no gnuplot on PATH";
+    const std::string bin = dir + "/fakebin", kept = dir + "/plot.gp";
+    fs::create_directories(bin);
+    std::ofstream(bin + "/gnuplot")
+        << "#!/bin/sh\ncat > '" << kept << "' && exec '" << real << "' '" << kept << "'\n";
+    fs::permissions(bin + "/gnuplot", fs::perms::owner_all);
+    Outcome o = run_process({kCli, "plot", trace, "-o", png},
+                            {{"PATH", bin + ":" + (path ? path : "/usr/bin:/bin")}});
+    EXPECT_EQ(o.status, 0) << o.err;
+    if (outcome) *outcome = o;
+    std::ifstream in(kept);
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_plot_script(text.str());
+}
+
 class RecordTest : public ::testing::Test {
   protected:
     void TearDown() override {
@@ -277,15 +342,104 @@ TEST_F(RecordTest, DurationAndPlot) {
 }
 
 TEST_F(RecordTest, PlotDrawsAScriptTrace) {
-    ASSERT_EQ(record({"--", kScript, "order"}).status, 0);
+    Outcome rec = record({"--", kScript, "order"});
+    ASSERT_EQ(rec.status, 0) << rec.err;
+    const auto who = roles(rec.out);
+    ASSERT_EQ(who.size(), 2u) << rec.out;
     const std::string png = dir() + "/timeline.png";
     Outcome o = run_process({kCli, "plot", trace_path(), "-o", png});
     ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.err.find("2 processes"), std::string::npos) << o.err;
     std::ifstream in(png, std::ios::binary);
     char magic[8] = {};
     in.read(magic, 8);
     EXPECT_EQ(std::string(magic + 1, 3), "PNG");
     EXPECT_GT(fs::file_size(png), 1000u);
+
+    // A and B are one program (one kernel name): each gets a legend entry
+    // "name pid (labels)" and a colour of its own.
+    PlotScript p = plot_keeping_script(dir(), trace_path(), png);
+    ASSERT_EQ(p.legend.size(), 2u) << p.text;
+    const std::string a = "coexec-trace-sc " + std::to_string(who.at("A")) + " (";
+    const std::string b = "coexec-trace-sc " + std::to_string(who.at("B")) + " (";
+    ASSERT_NE(p.style_of(a), "") << p.text;
+    ASSERT_NE(p.style_of(b), "") << p.text;
+    EXPECT_NE(p.style_of(a), p.style_of(b)) << p.text;
+    for (const auto& [title, style] : p.legend) {
+        if (title.rfind(a, 0) == 0) {
+            EXPECT_NE(title.find("alpha"), std::string::npos) << title;
+        }
+        if (title.rfind(b, 0) == 0) {
+            EXPECT_NE(title.find("beta"), std::string::npos) << title;
+        }
+    }
+}
+
+// A synthetic trace: two processes named gmx with the same runtime label,
+// one with three labels, and 14 more, on 4 CPUs.
+TEST_F(RecordTest, PlotGivesEachProcessItsOwnColour) {
+    const int64_t cpu = 1'000'000'000;
+    json events = json::array();
+    auto slice = [&](int pid, const std::string& process, const std::string& label, double ts,
+                     const std::string& state = "running") {
+        events.push_back({{"ph", "X"},
+                          {"name", process + " · " + label},
+                          {"pid", cpu},
+                          {"tid", cpu + pid % 4},
+                          {"ts", ts},
+                          {"dur", 1000.0},
+                          {"args",
+                           {{"pid", pid},
+                            {"tid", pid},
+                            {"process", process},
+                            {"label", label},
+                            {"state", state}}}});
+    };
+    // Written as a recording writes them, when they end: gmx 102's first
+    // slice comes before gmx 101's, though it started later.
+    slice(102, "gmx", "openmp", 5000);
+    slice(101, "gmx", "openmp", 1000);
+    slice(101, "gmx", "openmp", 9000, "idle");
+    slice(200, "hpccg", "openmp", 10000);
+    slice(200, "hpccg", "pocl", 12000);
+    slice(200, "hpccg", "", 14000);
+    for (int i = 0; i < 14; ++i)
+        slice(300 + i, "p" + std::to_string(i), "native", 20000 + 1000.0 * i);
+    const std::string trace = dir() + "/synthetic.json";
+    std::ofstream(trace)
+        << json{{"traceEvents", events}, {"otherData", {{"cpu_track_pid", cpu}}}}.dump();
+
+    Outcome o;
+    PlotScript p = plot_keeping_script(dir(), trace, dir() + "/synthetic.png", &o);
+    EXPECT_NE(o.err.find("17 processes, 19 process/runtime pairs, on 4 CPUs"), std::string::npos)
+        << o.err;
+    ASSERT_EQ(p.legend.size(), 17u) << p.text;
+    // In order of their first slice, each with the labels it was seen with.
+    EXPECT_EQ(p.legend[0].first, "gmx 101 (openmp)");
+    EXPECT_EQ(p.legend[1].first, "gmx 102 (openmp)");
+    EXPECT_EQ(p.legend[2].first, "hpccg 200 (openmp, pocl, ?)");
+    EXPECT_EQ(p.legend[16].first, "p13 313 (native)");
+    // One style per process: the two gmx differ, and so do all 17 (the
+    // palette, then hatched).
+    EXPECT_NE(p.legend[0].second, p.legend[1].second);
+    std::set<std::string> styles;
+    for (const auto& [title, style] : p.legend)
+        styles.insert(style);
+    EXPECT_EQ(styles.size(), 17u) << p.text;
+    EXPECT_NE(p.legend[16].second.find("pattern"), std::string::npos) << p.legend[16].second;
+    // A process's series are drawn in its colour; hpccg's three labels in
+    // three shades of it, each in the legend under the process.
+    ASSERT_EQ(p.series.size(), 19u) << p.text;
+    EXPECT_EQ(p.series[0], std::make_pair(std::string(), p.legend[0].second));
+    EXPECT_EQ(p.series[1], std::make_pair(std::string(), p.legend[1].second));
+    EXPECT_EQ(p.series[2].second, p.legend[2].second);
+    EXPECT_EQ(p.series[2].first, "    openmp");
+    EXPECT_EQ(p.series[3].first, "    pocl");
+    EXPECT_EQ(p.series[4].first, "    ?");
+    EXPECT_EQ(
+        (std::set<std::string>{p.series[2].second, p.series[3].second, p.series[4].second}).size(),
+        3u);
+    EXPECT_TRUE(fs::exists(dir() + "/synthetic.png"));
 }
 
 // The command's overrides go to the variable the runtime reads
@@ -371,6 +525,14 @@ TEST_F(RecordTest, NativeSamplesTheCommandsProcessTree) {
     // Plain slices on every CPU the sampler saw, no coexec states.
     for (const auto& s : t.slices)
         EXPECT_EQ(s.state, "running");
+    // The child is a fork: the same name and label as its parent, yet its
+    // own colour in the plot.
+    PlotScript p = plot_keeping_script(dir(), trace_path(), dir() + "/native.png");
+    const std::string main_entry = "coexec-trace-sc " + std::to_string(main_pid) + " (native)";
+    const std::string child_entry = "coexec-trace-sc " + std::to_string(child) + " (native)";
+    ASSERT_NE(p.style_of(main_entry), "") << p.text;
+    ASSERT_NE(p.style_of(child_entry), "") << p.text;
+    EXPECT_NE(p.style_of(main_entry), p.style_of(child_entry)) << p.text;
 }
 
 TEST_F(RecordTest, NativeWatchesARunningProcessUntilItExits) {
