@@ -73,7 +73,8 @@ struct PlotOptions {
 };
 
 // Draws the CPU slices of a `coexec record` trace as a Gantt chart with
-// gnuplot: CPUs on y, time on x, one colour per process and runtime label.
+// gnuplot: CPUs on y, time on x, one colour per process (by pid), a shade of
+// it per runtime label, and a legend entry "NAME PID (LABELS)" per process.
 // Returns 0, or 2 when the trace cannot be read or gnuplot fails.
 int plot_command(const PlotOptions& options);
 
