@@ -95,8 +95,8 @@ def main(argv=None, default_ranks=0, name=NAME):
     global NAME
     NAME = name
     ap = argparse.ArgumentParser(prog=name, description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=os.cpu_count(),
-                    help="OpenMP threads per mdrun process (-ntomp; default: all CPUs)")
+    ap.add_argument("--threads", type=int,
+                    help="OpenMP threads per mdrun process (-ntomp; default: the CPUs over the processes)")
     ap.add_argument("--steps", type=int, default=1500, help="MD steps (default 1500)")
     ap.add_argument("--box", type=float, default=3.0, help="edge of the water box in nm (default 3)")
     ap.add_argument("--ranks", type=int, default=default_ranks,
@@ -106,6 +106,8 @@ def main(argv=None, default_ranks=0, name=NAME):
     ap.add_argument("--workdir", help="scratch folder (input cache and runs)")
     ap.add_argument("--keep", action="store_true", help="keep the run's folder")
     a = ap.parse_args(argv)
+    if a.threads is None:
+        a.threads = max(1, (os.cpu_count() or 1) // max(1, a.ranks))
     if a.threads < 1 or a.steps < 1 or a.ranks < 0:
         ac.fail(NAME, "--threads and --steps must be positive, --ranks not negative")
 
