@@ -10,8 +10,11 @@ of every mode that ran, each with that mode and its verdict (noisy, even, win, l
 arithmetic is run.py's, read through versus_better.py. PNG files are shown, and every file
 is linked.
 
-usage: results-page.py [-o OUTPUT] [--results DIR]
-  (default: docs/results.md from benchmarks/oversubscription/results)"""
+It also writes the README's results table, between the README_BEGIN and README_END lines
+below: the newest folder's first table, one row per scenario.
+
+usage: results-page.py [-o OUTPUT] [--results DIR] [--readme README] [--readme-out FILE]
+  (default: docs/results.md and README.md from benchmarks/oversubscription/results)"""
 import argparse
 import json
 import os
@@ -106,6 +109,57 @@ def table(path):
     return "\n".join(lines), summary
 
 
+README_BEGIN = "<!-- results table: written by scripts/results-page.py; do not edit -->"
+README_END = "<!-- end of results table -->"
+
+
+def readme_table(results):
+    """The README's table: the newest folder's first CSV, one row per scenario, with the
+    best mode of each kind next to coexec; and a line naming the data."""
+    name = newest(results)
+    date, commit = FOLDER.match(name).groups()
+    folder = os.path.join(results, name)
+    meta = read_meta(folder, date, commit)
+    csvs = [f for f in meta.get("tables", {}) if f.endswith(".csv")] or ["results.csv"]
+    rows, _ = versus_better.load(os.path.join(folder, csvs[0]))
+
+    def best(row, c):
+        if c is None:
+            return "–"
+        return f"{run.median(row[c[1]], KIND):.2f} ({c[1]})"
+
+    link = f"benchmarks/oversubscription/results/{name}"
+    out = [README_BEGIN,
+           f"Measured on {date} at commit `{commit}` on a {meta.get('machine', 'machine not recorded')}"
+           f" ([data]({link}), [every figure](docs/results.md)). Steady seconds, median of "
+           f"the repeats; *(a)* is the better of native and passive, *(b)* the best of every "
+           f"mode that ran; the ratios are coexec's median over theirs, with the verdict.",
+           "",
+           "| scenario | alone | (a) best of native, passive | (b) best of all modes | coexec "
+           "| coexec / (a) | coexec / (b) |",
+           "|---|---|---|---|---|---|---|"]
+    for scenario, row in rows.items():
+        a = run.versus_zero_knowledge(row, KIND)
+        b = run.versus_all(row, KIND)
+        alone = run.median(row.get("alone"), KIND) if "alone" in row else None
+        coexec = run.median(row.get("coexec"), KIND) if "coexec" in row else None
+        out.append(f"| {scenario} | {alone:.2f} | " if alone is not None else f"| {scenario} | – | ")
+        out[-1] += (f"{best(row, a)} | {best(row, b)} | "
+                    + (f"{coexec:.2f}" if coexec is not None else "–")
+                    + f" | {versus_better.cell(a)} | {versus_better.cell(b)} |")
+    out.append(README_END)
+    return "\n".join(out)
+
+
+def with_readme_table(readme_text, table_text):
+    """README text with the lines from README_BEGIN to README_END replaced."""
+    begin, end = readme_text.find(README_BEGIN), readme_text.find(README_END)
+    if begin < 0 or end < begin:
+        raise SystemExit("results-page.py: the README has no results table markers "
+                         f"({README_BEGIN} ... {README_END})")
+    return readme_text[:begin] + table_text + readme_text[end + len(README_END):]
+
+
 def included_page(path):
     """A Markdown file's text, its command lines ("python3 ... (note):") set as code."""
     out = []
@@ -116,17 +170,38 @@ def included_page(path):
     return "\n".join(out)
 
 
+def read_meta(folder, date, commit):
+    """The folder's meta.json ({} without one); its date and commit must be the folder's."""
+    meta_path = os.path.join(folder, "meta.json")
+    if not os.path.exists(meta_path):
+        return {}
+    with open(meta_path, encoding="utf-8") as f:
+        meta = json.load(f)
+    if (meta.get("date"), meta.get("commit")) != (date, commit):
+        raise SystemExit(f"results-page.py: {meta_path} names {meta.get('date')} "
+                         f"{meta.get('commit')}, its folder {date} {commit}")
+    return meta
+
+
+def folders(results):
+    """The YYYY-MM-DD-<commit> folders, newest first."""
+    names = sorted((n for n in os.listdir(results)
+                    if FOLDER.match(n) and os.path.isdir(os.path.join(results, n))),
+                   reverse=True)
+    if not names:
+        raise SystemExit(f"results-page.py: no YYYY-MM-DD-<commit> folder in {results}")
+    return names
+
+
+def newest(results):
+    return folders(results)[0]
+
+
 def section(results, name):
     date, commit = FOLDER.match(name).groups()
     folder = os.path.join(results, name)
+    meta = read_meta(folder, date, commit)
     meta_path = os.path.join(folder, "meta.json")
-    meta = {}
-    if os.path.exists(meta_path):
-        with open(meta_path, encoding="utf-8") as f:
-            meta = json.load(f)
-        if (meta.get("date"), meta.get("commit")) != (date, commit):
-            raise SystemExit(f"results-page.py: {meta_path} names {meta.get('date')} "
-                             f"{meta.get('commit')}, its folder {date} {commit}")
     link = os.path.relpath(folder, os.path.join(ROOT, "docs")).replace(os.sep, "/")
     files = sorted(os.listdir(folder))
     out = [f"## {date}, commit {commit}", "",
@@ -161,11 +236,7 @@ def section(results, name):
 
 
 def page(results):
-    names = sorted((n for n in os.listdir(results)
-                    if FOLDER.match(n) and os.path.isdir(os.path.join(results, n))),
-                   reverse=True)
-    if not names:
-        raise SystemExit(f"results-page.py: no YYYY-MM-DD-<commit> folder in {results}")
+    names = folders(results)
     return INTRO + "\n\n" + "\n\n".join(section(results, n) for n in names) + "\n"
 
 
@@ -176,10 +247,17 @@ def main():
     ap.add_argument("--results", default=os.path.join(BENCH, "results"),
                     help="the folder of YYYY-MM-DD-<commit> results folders "
                          "(default: benchmarks/oversubscription/results)")
+    ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"),
+                    help="the README whose results table to rewrite (default: README.md)")
+    ap.add_argument("--readme-out", help="write the README there instead of in place")
     a = ap.parse_args()
     text = page(a.results)
     with open(a.output, "w", encoding="utf-8") as f:
         f.write(text)
+    with open(a.readme, encoding="utf-8") as f:
+        readme = with_readme_table(f.read(), readme_table(a.results))
+    with open(a.readme_out or a.readme, "w", encoding="utf-8") as f:
+        f.write(readme)
 
 
 if __name__ == "__main__":
