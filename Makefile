@@ -34,17 +34,15 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-# The main job: the oversubscription scenarios (HPCCG, GPT-2) natively, with
-# passive waits and under coexec, in about 6.5 minutes on 2 idle cores.
-# `make demo LONG=1` runs the long selection and adds the static partition;
-# MODES=native,passive,static,coexec sets the modes of either.
-# `make demo-substrate` shows two processes sharing the CPUs through the
-# substrate alone.
-DEMO_MODES_SHORT := native,passive,coexec
-DEMO_MODES_LONG := native,passive,static,coexec
+# The main job: the oversubscription scenarios (HPCCG, GPT-2, MPI) alone and in
+# every mode the runner has (native, passive, capped, static, stock-llvm,
+# coexec), 3 rounds with the order of the modes rotated. `make demo LONG=1`
+# runs the long selection; MODES=native,passive,coexec picks modes; CPUS=N
+# sizes the problems for N CPUs. `make demo-substrate` shows two processes
+# sharing the CPUs through the substrate alone.
 demo: build
 	python3 benchmarks/oversubscription/run.py --build $(BUILD) --repeats 3 \
-	  --modes $(or $(MODES),$(if $(LONG),$(DEMO_MODES_LONG),$(DEMO_MODES_SHORT))) \
+	  $(if $(MODES),--modes $(MODES)) $(if $(CPUS),--cpus $(CPUS)) \
 	  $(if $(LONG),--long --timeout 120,--timeout 30)
 
 demo-substrate: build
