@@ -85,51 +85,113 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, co
     }
 }
 
-// The matmuls work on register tiles of 16-float vectors (GCC/Clang vector extensions, so
-// the same code maps to AVX-512, AVX2 or SSE). Each output element is summed in an order
-// that depends only on the shapes, never on the tile or the lo/hi/olo/ohi range a piece
-// covers, so every execution mode gets the same bits.
+// The matmuls work on register tiles of 16-float vectors (GCC/Clang vector extensions).
+// A Vec is 16 floats whatever the target: one zmm register with AVX-512, two ymm with
+// AVX2, four xmm with SSE, so every build sums in the same order and gives the same bits.
+// Each output element is summed in an order that depends only on the shapes, never on the
+// tile or the lo/hi/olo/ohi range a piece covers, so every execution mode gets the same
+// bits too. What depends on the target is the tile: how many accumulators the register
+// file holds (32 zmm, or 16 ymm/xmm holding half or a quarter of a Vec each).
 namespace {
 
+// One Vec is 16 floats, kept as kParts native registers of kPart floats: GCC lowers a
+// 16-float vector extension without AVX-512 through memory, an array of registers it
+// keeps in registers.
 constexpr int kLanes = 16;
-typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
+#if defined(__AVX512F__)
+#define GPT2_PART 16
+constexpr int kRegs = 32; // zmm
+#elif defined(__AVX__)
+#define GPT2_PART 8
+constexpr int kRegs = 16; // ymm
+#else
+#define GPT2_PART 4
+constexpr int kRegs = 16; // xmm (SSE2; NEON has 32, taken as 16)
+#endif
+constexpr int kPart = GPT2_PART;
+constexpr int kParts = kLanes / kPart;
+typedef float Part __attribute__((vector_size(kPart * sizeof(float))));
+typedef float Vec4 __attribute__((vector_size(4 * sizeof(float))));
+struct Vec {
+    Part p[kParts];
+};
 
-inline void load(Vec& v, const float* p) {
+// Register tiles, in native registers: forward R x Q dot-product accumulators plus R
+// inputs and one weight Vec; backward R x NV rank-1 accumulators plus NV inputs and a
+// broadcast scalar. Both fit the register file.
+constexpr int kFwdR = kParts == 1 ? 4 : kParts == 2 ? 2 : 1;
+constexpr int kFwdQ = kParts == 1 ? 4 : 2;
+constexpr int kUpdR = kParts == 4 ? 2 : 4;
+constexpr int kUpdNV = kParts == 1 ? 4 : 1;
+static_assert(kFwdR * kFwdQ * kParts + (kFwdR + 1) * kParts <= kRegs);
+static_assert((kUpdR + 1) * kUpdNV * kParts + 1 <= kRegs);
+
+// Part by part: one memcpy of the whole Vec becomes 16-byte moves through the stack.
+inline Part load_part(const float* p) {
+    Part v;
     std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline void load(Vec& v, const float* p) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        v.p[j] = load_part(p + j * kPart);
 }
 inline void store(float* p, const Vec& v) {
-    std::memcpy(p, &v, sizeof v);
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        std::memcpy(p + j * kPart, &v.p[j], sizeof(Part));
+}
+// acc += x * y and acc += x * g, lane by lane.
+inline void fma(Vec& acc, const Vec& x, const Vec& y) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        acc.p[j] += x.p[j] * y.p[j];
+}
+inline void fma(Vec& acc, const Vec& x, float g) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        acc.p[j] += x.p[j] * g;
+}
+inline void add(Vec& acc, const Vec& x) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        acc.p[j] += x.p[j];
+}
+
+// The first two halvings of a lane sum: lane j of the result is
+// (v[j] + v[j + 8]) + (v[j + 4] + v[j + 12]).
+inline Vec4 quarter_sum(const Vec& v) {
+#if GPT2_PART == 16
+    const auto s8 = __builtin_shufflevector(v.p[0], v.p[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(v.p[0], v.p[0], 8, 9, 10, 11, 12, 13, 14, 15);
+    return __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#elif GPT2_PART == 8
+    const Part s8 = v.p[0] + v.p[1];
+    return __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#else
+    return (v.p[0] + v.p[2]) + (v.p[1] + v.p[3]);
+#endif
 }
 // Sum of the lanes, halving the vector each time (always the same order).
 inline float lane_sum(const Vec& v) {
-    typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
-    typedef float Vec4 __attribute__((vector_size(4 * sizeof(float))));
-    const Vec8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    const Vec4 s4 =
-        __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+    const Vec4 s4 = quarter_sum(v);
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-// lane_sum of a[0..3] into s[0..3], bit for bit, sharing the shuffles.
-inline void lane_sum4(const Vec (&a)[4], float* s) {
-    const Vec h01 = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
-                                            21, 22, 23) +
-                    __builtin_shufflevector(a[0], a[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
-                                            27, 28, 29, 30, 31);
-    const Vec h23 = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
-                                            21, 22, 23) +
-                    __builtin_shufflevector(a[2], a[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
-                                            27, 28, 29, 30, 31);
-    // Lanes 4k..4k+3 hold the four partial sums of a[k].
-    const Vec q = __builtin_shufflevector(h01, h23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24,
-                                          25, 26, 27) +
-                  __builtin_shufflevector(h01, h23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28,
-                                          29, 30, 31);
-    const Vec r =
-        q + __builtin_shufflevector(q, q, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    for (int k = 0; k < 4; ++k)
-        s[k] = r[4 * k] + r[4 * k + 1];
+// lane_sum of a[0..3] into s[0..3], bit for bit, sharing the last shuffles.
+inline void lane_sum4(const Vec* a, float* s) {
+    const Vec4 q0 = quarter_sum(a[0]), q1 = quarter_sum(a[1]), q2 = quarter_sum(a[2]),
+               q3 = quarter_sum(a[3]);
+    // Lanes 2j, 2j + 1 hold (q[0] + q[2]), (q[1] + q[3]) of a[j], j < 2; r23 likewise.
+    const Vec4 r01 = __builtin_shufflevector(q0, q1, 0, 1, 4, 5) +
+                     __builtin_shufflevector(q0, q1, 2, 3, 6, 7);
+    const Vec4 r23 = __builtin_shufflevector(q2, q3, 0, 1, 4, 5) +
+                     __builtin_shufflevector(q2, q3, 2, 3, 6, 7);
+    s[0] = r01[0] + r01[1];
+    s[1] = r01[2] + r01[3];
+    s[2] = r23[0] + r23[1];
+    s[3] = r23[2] + r23[3];
 }
 
 // out[bt + r][oc + q] for r < R, q < Q: lane-wise dot products over the first C - C % 16
@@ -138,34 +200,36 @@ template <int R, int Q>
 void forward_tile(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
                   int bt, int oc) {
     const int cv = C - C % kLanes;
-    Vec acc[R][Q] = {};
+    Vec acc[R * Q] = {};
     for (int i = 0; i < cv; i += kLanes) {
-        Vec x[R], wv[Q];
+        Vec x[R];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
             load(x[r], inp + at(bt + r, C) + i);
 #pragma GCC unroll 16
-        for (int q = 0; q < Q; ++q)
-            load(wv[q], w + at(oc + q, C) + i);
+        for (int q = 0; q < Q; ++q) {
+            Vec wv;
+            load(wv, w + at(oc + q, C) + i);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-            for (int q = 0; q < Q; ++q)
-                acc[r][q] += x[r] * wv[q];
+            for (int r = 0; r < R; ++r)
+                fma(acc[r * Q + q], x[r], wv);
+        }
     }
+    float sums[R * Q];
+    int k = 0;
+#pragma GCC unroll 16
+    for (; k + 4 <= R * Q; k += 4)
+        lane_sum4(acc + k, sums + k);
+#pragma GCC unroll 16
+    for (; k < R * Q; ++k)
+        sums[k] = lane_sum(acc[k]);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
         const float* x = inp + at(bt + r, C);
-        float sums[Q];
-        if constexpr (Q == 4)
-            lane_sum4(acc[r], sums);
-        else
-            for (int q = 0; q < Q; ++q)
-                sums[q] = lane_sum(acc[r][q]);
 #pragma GCC unroll 16
         for (int q = 0; q < Q; ++q) {
             const float* wr = w + at(oc + q, C);
-            float sum = sums[q];
+            float sum = sums[r * Q + q];
             for (int i = cv; i < C; ++i)
                 sum += x[i] * wr[i];
             out[at(bt + r, OC) + oc + q] = (bias ? bias[oc + q] : 0.0f) + sum;
@@ -177,8 +241,8 @@ template <int Q>
 void forward_rows(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
                   int lo, int hi, int oc) {
     int bt = lo;
-    for (; bt + 4 <= hi; bt += 4)
-        forward_tile<4, Q>(out, inp, w, bias, C, OC, bt, oc);
+    for (; bt + kFwdR <= hi; bt += kFwdR)
+        forward_tile<kFwdR, Q>(out, inp, w, bias, C, OC, bt, oc);
     for (; bt < hi; ++bt)
         forward_tile<1, Q>(out, inp, w, bias, C, OC, bt, oc);
 }
@@ -205,7 +269,7 @@ void update_tile(float* dst, int row, const float* src, int k0, int k1, int C, i
             const float g = scalar(k, r);
 #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v)
-                acc[r][v] += x[v] * g;
+                fma(acc[r][v], x[v], g);
         }
     }
 #pragma GCC unroll 16
@@ -227,8 +291,8 @@ template <int NV>
 void input_rows(float* dinp, const float* dout, const float* w, int C, int OC, int lo, int hi,
                 int i, int o0, int o1) {
     int bt = lo;
-    for (; bt + 4 <= hi; bt += 4)
-        input_tile<4, NV>(dinp, dout, w, C, OC, bt, i, o0, o1);
+    for (; bt + kUpdR <= hi; bt += kUpdR)
+        input_tile<kUpdR, NV>(dinp, dout, w, C, OC, bt, i, o0, o1);
     for (; bt < hi; ++bt)
         input_tile<1, NV>(dinp, dout, w, C, OC, bt, i, o0, o1);
 }
@@ -246,8 +310,8 @@ template <int R>
 void weight_cols(float* dw, const float* g, const float* inp, int BT, int C, int oc) {
     const int cv = C - C % kLanes;
     int i = 0;
-    for (; i + 4 * kLanes <= cv; i += 4 * kLanes)
-        weight_tile<R, 4>(dw, g, inp, BT, C, oc, i);
+    for (; i + kUpdNV * kLanes <= cv; i += kUpdNV * kLanes)
+        weight_tile<R, kUpdNV>(dw, g, inp, BT, C, oc, i);
     for (; i < cv; i += kLanes)
         weight_tile<R, 1>(dw, g, inp, BT, C, oc, i);
 #pragma GCC unroll 16
@@ -264,10 +328,10 @@ void weight_cols(float* dw, const float* g, const float* inp, int BT, int C, int
 
 void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
                     int lo, int hi, int olo, int ohi) {
-    // Four weight rows at a time against every row of the piece (those stay in L1).
+    // kFwdQ weight rows at a time against every row of the piece (those stay in L1).
     int oc = olo;
-    for (; oc + 4 <= ohi; oc += 4)
-        forward_rows<4>(out, inp, w, bias, C, OC, lo, hi, oc);
+    for (; oc + kFwdQ <= ohi; oc += kFwdQ)
+        forward_rows<kFwdQ>(out, inp, w, bias, C, OC, lo, hi, oc);
     for (; oc < ohi; ++oc)
         forward_rows<1>(out, inp, w, bias, C, OC, lo, hi, oc);
 }
@@ -283,8 +347,8 @@ void matmul_backward_input(float* dinp, const float* dout, const float* w, int C
         for (int o0 = 0; o0 < OC; o0 += kOcBlock) {
             const int o1 = std::min(OC, o0 + kOcBlock);
             int i = 0;
-            for (; i + 4 * kLanes <= cv; i += 4 * kLanes)
-                input_rows<4>(dinp, dout, w, C, OC, r0, r1, i, o0, o1);
+            for (; i + kUpdNV * kLanes <= cv; i += kUpdNV * kLanes)
+                input_rows<kUpdNV>(dinp, dout, w, C, OC, r0, r1, i, o0, o1);
             for (; i < cv; i += kLanes)
                 input_rows<1>(dinp, dout, w, C, OC, r0, r1, i, o0, o1);
             for (int bt = r0; bt < r1; ++bt) {
@@ -315,8 +379,8 @@ void matmul_backward_weight(float* dw, float* dbias, const float* dout, const fl
                 dbias[o0 + q] = sum;
             }
         int q = 0;
-        for (; q + 4 <= n; q += 4)
-            weight_cols<4>(dw, g.data() + q, inp, BT, C, o0 + q);
+        for (; q + kUpdR <= n; q += kUpdR)
+            weight_cols<kUpdR>(dw, g.data() + q, inp, BT, C, o0 + q);
         for (; q < n; ++q)
             weight_cols<1>(dw, g.data() + q, inp, BT, C, o0 + q);
     }
@@ -436,13 +500,13 @@ namespace {
 // e^x lane by lane, for x <= 0 (below -87 it clamps to about 1e-38): x = n ln2 + r with
 // |r| <= ln2 / 2, e^r by its degree-7 Taylor polynomial (relative error ~1e-8), and 2^n
 // put together in the exponent bits.
-inline void exp_lanes(Vec& x) {
-    typedef int VecI __attribute__((vector_size(kLanes * sizeof(int))));
-    const Vec lowest = Vec{} - 87.0f;
+inline Part exp_lanes(Part x) {
+    typedef int PartI __attribute__((vector_size(kPart * sizeof(int))));
+    const Part lowest = Part{} - 87.0f;
     x = x < lowest ? lowest : x;
-    const Vec n = (x * 1.44269504f + 12582912.0f) - 12582912.0f; // round(x / ln2)
-    const Vec r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 in two parts
-    Vec e = Vec{} + 1.0f / 5040.0f;
+    const Part n = (x * 1.44269504f + 12582912.0f) - 12582912.0f; // round(x / ln2)
+    const Part r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 in two parts
+    Part e = Part{} + 1.0f / 5040.0f;
     e = e * r + 1.0f / 720.0f;
     e = e * r + 1.0f / 120.0f;
     e = e * r + 1.0f / 24.0f;
@@ -450,10 +514,17 @@ inline void exp_lanes(Vec& x) {
     e = e * r + 0.5f;
     e = e * r + 1.0f;
     e = e * r + 1.0f;
-    const VecI bits = (__builtin_convertvector(n, VecI) + 127) << 23;
-    Vec scale;
+    const PartI bits = (__builtin_convertvector(n, PartI) + 127) << 23;
+    Part scale;
     std::memcpy(&scale, &bits, sizeof scale);
-    x = e * scale;
+    return e * scale;
+}
+
+// x = e^(x - m), lane by lane.
+inline void exp_shifted(Vec& x, float m) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        x.p[j] = exp_lanes(x.p[j] - m);
 }
 
 } // namespace
@@ -463,14 +534,14 @@ void softmax_forward(float* probs, const float* logits, int V, int Vp, int lo, i
     for (int bt = lo; bt < hi; ++bt) {
         const float* l = logits + at(bt, Vp);
         float* p = probs + at(bt, Vp);
-        Vec mv = Vec{} - 1e30f;
-        for (int i = 0; i < vv; i += kLanes) {
-            Vec x;
-            load(x, l + i);
+        Part mv = Part{} - 1e30f;
+        for (int i = 0; i < vv; i += kPart) {
+            Part x;
+            std::memcpy(&x, l + i, sizeof x);
             mv = x > mv ? x : mv;
         }
         float maxv = -1e30f;
-        for (int i = 0; i < kLanes; ++i)
+        for (int i = 0; i < kPart; ++i)
             maxv = mv[i] > maxv ? mv[i] : maxv;
         for (int i = vv; i < V; ++i)
             maxv = l[i] > maxv ? l[i] : maxv;
@@ -478,25 +549,28 @@ void softmax_forward(float* probs, const float* logits, int V, int Vp, int lo, i
         for (int i = 0; i < vv; i += kLanes) {
             Vec x;
             load(x, l + i);
-            x -= maxv;
-            exp_lanes(x);
+            exp_shifted(x, maxv);
             store(p + i, x);
-            sv += x;
+            add(sv, x);
         }
         // The last V % 16 go through the same vector code, padded.
-        Vec tail = Vec{} - 100.0f;
-        for (int i = vv; i < V; ++i)
-            tail[i - vv] = l[i] - maxv;
-        exp_lanes(tail);
+        float padded[kLanes];
+        for (int i = 0; i < kLanes; ++i)
+            padded[i] = vv + i < V ? l[vv + i] : maxv - 100.0f;
+        Vec tail;
+        load(tail, padded);
+        exp_shifted(tail, maxv);
+        store(padded, tail);
         float sum = lane_sum(sv);
         for (int i = vv; i < V; ++i) {
-            p[i] = tail[i - vv];
+            p[i] = padded[i - vv];
             sum += p[i];
         }
-        for (int i = 0; i < vv; i += kLanes) {
-            Vec x;
-            load(x, p + i);
-            store(p + i, x / sum);
+        for (int i = 0; i < vv; i += kPart) {
+            Part x;
+            std::memcpy(&x, p + i, sizeof x);
+            x = x / sum;
+            std::memcpy(p + i, &x, sizeof x);
         }
         for (int i = vv; i < V; ++i)
             p[i] /= sum;
