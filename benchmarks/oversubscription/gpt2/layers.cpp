@@ -324,6 +324,95 @@ void weight_cols(float* dw, const float* g, const float* inp, int BT, int C, int
         }
 }
 
+
+// e^x lane by lane, for x <= 0 (below -87 it clamps to about 1e-38): x = n ln2 + r with
+// |r| <= ln2 / 2, e^r by its degree-7 Taylor polynomial (relative error ~1e-8), and 2^n
+// put together in the exponent bits.
+inline Part exp_lanes(Part x) {
+    typedef int PartI __attribute__((vector_size(kPart * sizeof(int))));
+    const Part lowest = Part{} - 87.0f;
+    x = x < lowest ? lowest : x;
+    const Part n = (x * 1.44269504f + 12582912.0f) - 12582912.0f; // round(x / ln2)
+    const Part r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 in two parts
+    Part e = Part{} + 1.0f / 5040.0f;
+    e = e * r + 1.0f / 720.0f;
+    e = e * r + 1.0f / 120.0f;
+    e = e * r + 1.0f / 24.0f;
+    e = e * r + 1.0f / 6.0f;
+    e = e * r + 0.5f;
+    e = e * r + 1.0f;
+    e = e * r + 1.0f;
+    const PartI bits = (__builtin_convertvector(n, PartI) + 127) << 23;
+    Part scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return e * scale;
+}
+
+// x = e^(x - m), lane by lane.
+inline void exp_shifted(Vec& x, float m) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kParts; ++j)
+        x.p[j] = exp_lanes(x.p[j] - m);
+}
+
+// tanh lane by lane, from e^(-2|u|) (absolute error ~1e-7).
+inline Part tanh_lanes(Part u) {
+    const Part a = u < 0.0f ? -u : u;
+    const Part e = exp_lanes(-2.0f * a);
+    const Part t = (1.0f - e) / (1.0f + e);
+    return u < 0.0f ? -t : t;
+}
+
+// f(Part of inputs) over elements [lo, hi), kPart at a time; the last few are padded, so
+// each element's result never depends on where a piece starts or ends.
+template <class F>
+inline void lanes(int lo, int hi, F f) {
+    int i = lo;
+    for (; i + kPart <= hi; i += kPart)
+        f(i, kPart);
+    if (i < hi) f(i, hi - i);
+}
+inline Part load_some(const float* p, int n) {
+    float buf[kPart] = {};
+    std::memcpy(buf, p, n * sizeof(float));
+    return load_part(buf);
+}
+inline void store_some(float* p, const Part& v, int n) {
+    float buf[kPart];
+    std::memcpy(buf, &v, sizeof buf);
+    std::memcpy(p, buf, n * sizeof(float));
+}
+
+// sum of a[i] * b[i], i < n: lane-wise over the first n - n % 16, then the lanes, then
+// the rest in order (the order depends on n only).
+inline float dot(const float* a, const float* b, int n) {
+    const int nv = n - n % kLanes;
+    Vec acc{};
+    for (int i = 0; i < nv; i += kLanes) {
+        Vec x, y;
+        load(x, a + i);
+        load(y, b + i);
+        fma(acc, x, y);
+    }
+    float sum = lane_sum(acc);
+    for (int i = nv; i < n; ++i)
+        sum += a[i] * b[i];
+    return sum;
+}
+// y[i] += g * x[i], i < n.
+inline void axpy(float* y, float g, const float* x, int n) {
+    const int nv = n - n % kLanes;
+    for (int i = 0; i < nv; i += kLanes) {
+        Vec xv, yv;
+        load(xv, x + i);
+        load(yv, y + i);
+        fma(yv, xv, g);
+        store(y + i, yv);
+    }
+    for (int i = nv; i < n; ++i)
+        y[i] += g * x[i];
+}
+
 } // namespace
 
 void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int C, int OC,
@@ -399,28 +488,23 @@ void attention_forward(float* out, float* preatt, float* att, const float* qkv, 
             float maxv = -1e30f;
             for (int t2 = 0; t2 <= t; ++t2) {
                 const float* k = qkv + at(at(b, T) + t2, 3 * C) + C + h * hs;
-                float dotp = 0.0f;
-                for (int i = 0; i < hs; ++i)
-                    dotp += q[i] * k[i];
-                pre[t2] = dotp * scale;
+                pre[t2] = dot(q, k, hs) * scale;
                 if (pre[t2] > maxv) maxv = pre[t2];
             }
+            lanes(0, t + 1, [&](int i, int n) {
+                store_some(a + i, exp_lanes(load_some(pre + i, n) - maxv), n);
+            });
             float sum = 0.0f;
-            for (int t2 = 0; t2 <= t; ++t2) {
-                a[t2] = std::exp(pre[t2] - maxv);
+            for (int t2 = 0; t2 <= t; ++t2)
                 sum += a[t2];
-            }
             const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
             for (int t2 = 0; t2 < T; ++t2)
                 a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
             float* o = out + at(bt, C) + h * hs;
             for (int i = 0; i < hs; ++i)
                 o[i] = 0.0f;
-            for (int t2 = 0; t2 <= t; ++t2) {
-                const float* v = qkv + at(at(b, T) + t2, 3 * C) + 2 * C + h * hs;
-                for (int i = 0; i < hs; ++i)
-                    o[i] += a[t2] * v[i];
-            }
+            for (int t2 = 0; t2 <= t; ++t2)
+                axpy(o, a[t2], qkv + at(at(b, T) + t2, 3 * C) + 2 * C + h * hs, hs);
         }
     }
 }
@@ -440,45 +524,44 @@ void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* d
             float* dq = dqkv + at(bt, 3 * C) + h * hs;
             const float* d = dout + at(bt, C) + h * hs;
             for (int t2 = 0; t2 <= t; ++t2) { // through the weighted sum of values
-                const float* v = qkv + at(at(b, T) + t2, 3 * C) + 2 * C + h * hs;
-                float* dv = dqkv + at(at(b, T) + t2, 3 * C) + 2 * C + h * hs;
-                for (int i = 0; i < hs; ++i) {
-                    da[t2] += v[i] * d[i];
-                    dv[i] += a[t2] * d[i];
-                }
+                const long kv = at(at(b, T) + t2, 3 * C) + 2 * C + h * hs;
+                da[t2] += dot(qkv + kv, d, hs);
+                axpy(dqkv + kv, a[t2], d, hs);
             }
-            for (int t2 = 0; t2 <= t; ++t2) // through the softmax
-                for (int t3 = 0; t3 <= t; ++t3)
-                    dpre[t3] += a[t2] * ((t2 == t3 ? 1.0f : 0.0f) - a[t3]) * da[t2];
+            // Through the softmax: dpre[t3] += sum over t2 of a[t2] (delta - a[t3]) da[t2],
+            // that is a[t3] (da[t3] - sum over t2 of a[t2] da[t2]).
+            float ada = 0.0f;
+            for (int t2 = 0; t2 <= t; ++t2)
+                ada += a[t2] * da[t2];
+            for (int t3 = 0; t3 <= t; ++t3)
+                dpre[t3] += a[t3] * (da[t3] - ada);
             for (int t2 = 0; t2 <= t; ++t2) { // through q . k
-                const float* k = qkv + at(at(b, T) + t2, 3 * C) + C + h * hs;
-                float* dk = dqkv + at(at(b, T) + t2, 3 * C) + C + h * hs;
-                for (int i = 0; i < hs; ++i) {
-                    dq[i] += k[i] * dpre[t2] * scale;
-                    dk[i] += q[i] * dpre[t2] * scale;
-                }
+                const long k = at(at(b, T) + t2, 3 * C) + C + h * hs;
+                const float g = dpre[t2] * scale;
+                axpy(dq, g, qkv + k, hs);
+                axpy(dqkv + k, g, q, hs);
             }
         }
     }
 }
 
 void gelu_forward(float* out, const float* inp, int lo, int hi) {
-    for (int i = lo; i < hi; ++i) {
-        const float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + std::tanh(kGeluScale * (x + 0.044715f * x * x * x)));
-    }
+    lanes(lo, hi, [&](int i, int n) {
+        const Part x = load_some(inp + i, n);
+        const Part th = tanh_lanes(kGeluScale * (x + 0.044715f * x * x * x));
+        store_some(out + i, 0.5f * x * (1.0f + th), n);
+    });
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, int lo, int hi) {
-    for (int i = lo; i < hi; ++i) {
-        const float x = inp[i];
-        const float u = kGeluScale * (x + 0.044715f * x * x * x);
-        const float th = std::tanh(u);
-        const float sech2 = 1.0f - th * th;
-        const float local =
+    lanes(lo, hi, [&](int i, int n) {
+        const Part x = load_some(inp + i, n);
+        const Part th = tanh_lanes(kGeluScale * (x + 0.044715f * x * x * x));
+        const Part sech2 = 1.0f - th * th;
+        const Part local =
             0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += local * dout[i];
-    }
+        store_some(dinp + i, load_some(dinp + i, n) + local * load_some(dout + i, n), n);
+    });
 }
 
 void residual_forward(float* out, const float* a, const float* b, int lo, int hi) {
@@ -495,39 +578,6 @@ void residual_backward(float* da, float* db, const float* dout, int lo, int hi) 
     }
 }
 
-namespace {
-
-// e^x lane by lane, for x <= 0 (below -87 it clamps to about 1e-38): x = n ln2 + r with
-// |r| <= ln2 / 2, e^r by its degree-7 Taylor polynomial (relative error ~1e-8), and 2^n
-// put together in the exponent bits.
-inline Part exp_lanes(Part x) {
-    typedef int PartI __attribute__((vector_size(kPart * sizeof(int))));
-    const Part lowest = Part{} - 87.0f;
-    x = x < lowest ? lowest : x;
-    const Part n = (x * 1.44269504f + 12582912.0f) - 12582912.0f; // round(x / ln2)
-    const Part r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // ln2 in two parts
-    Part e = Part{} + 1.0f / 5040.0f;
-    e = e * r + 1.0f / 720.0f;
-    e = e * r + 1.0f / 120.0f;
-    e = e * r + 1.0f / 24.0f;
-    e = e * r + 1.0f / 6.0f;
-    e = e * r + 0.5f;
-    e = e * r + 1.0f;
-    e = e * r + 1.0f;
-    const PartI bits = (__builtin_convertvector(n, PartI) + 127) << 23;
-    Part scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return e * scale;
-}
-
-// x = e^(x - m), lane by lane.
-inline void exp_shifted(Vec& x, float m) {
-#pragma GCC unroll 4
-    for (int j = 0; j < kParts; ++j)
-        x.p[j] = exp_lanes(x.p[j] - m);
-}
-
-} // namespace
 
 void softmax_forward(float* probs, const float* logits, int V, int Vp, int lo, int hi) {
     const int vv = V - V % kLanes;
