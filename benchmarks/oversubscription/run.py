@@ -104,7 +104,9 @@ PY_PROGRAMS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fi
 # Debian packages a Python job can need, and the module that shows each is installed
 # (None: OpenBLAS's OpenMP build, found by its directory).
 PY_PACKAGES = {"python3-numpy": "numpy", "python3-sklearn": "sklearn", "python3-torch": "torch",
-               "libopenblas0-openmp": None}
+               "python3-joblib": "joblib", "libopenblas0-openmp": None}
+# Drivers of third-party applications (benchmarks/apps): see docs/apps.md.
+APPS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
 
 
 @dataclass
@@ -120,6 +122,11 @@ class Job:
     teams: int = 0  # thread teams busy at once, which static mode splits; 0: one per runtime
     gated: bool = True  # waits at the start gate (a program of benchmarks/oversubscription)
     steady_prefix: str = STEADY_PREFIX  # the line its steady time follows
+    result_prefix: str = RESULT_PREFIX  # the lines every mode must print alike
+    programs: tuple = ()  # commands it runs that must be on PATH (a missing one: n/a)
+    # Arguments a mode adds (capped and static: the program's own thread-count option,
+    # where the environment does not reach its threads).
+    mode_args: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -127,11 +134,13 @@ class Scenario:
     """Jobs run concurrently, and the single-runtime work they are compared with."""
 
     name: str
-    group: str  # fig6, fig7, fig8, everyday, python, smoke
+    group: str  # fig6, fig7, fig8, everyday, apps, python, smoke
     x: str  # x value in its figure (task count, granularity, or a label)
     jobs: list
     alone: list  # lists of jobs, run one list after the other; times add up
     env: dict = field(default_factory=dict)
+    # Modes that run other thread counts, whose results may round differently.
+    fewer_threads: tuple = ("capped", "static")
 
 
 # ---------------------------------------------------------------- scenario catalogue
@@ -168,6 +177,15 @@ def python(script, *args, cpus, needs=("python3-numpy",), runtimes=("omp-gcc",),
     return Job([os.path.join(PY_PROGRAMS, script), *args], set(runtimes),
                {"OMP_NUM_THREADS": str(cpus)}, interpreter=PYTHON,
                needs=tuple(needs) + ("libopenblas0-openmp",), teams=teams)
+
+
+def app(script, *args, runtimes=("omp-gcc",), needs=(), programs=(), mode_args=None):
+    """A Job running a driver of benchmarks/apps (a third-party program: GROMACS, a joblib
+    pool, PyTorch) under Debian's interpreter. The drivers print `steady_seconds` and a
+    `result` line that every mode running the same thread counts must print alike."""
+    return Job([os.path.join(APPS, script), *args], set(runtimes), interpreter=PYTHON,
+               needs=tuple(needs), programs=tuple(programs), mode_args=mode_args or {},
+               gated=False, steady_prefix="steady_seconds", result_prefix="result ")
 
 
 def cube(side, scale):
@@ -260,7 +278,42 @@ def catalogue(long, cpus=None):
     s.append(Scenario("mpi/halo+hpccg", "everyday", "halo (2 ranks) + hpccg", [halo, h],
                       [[halo], [h]]))
 
-    # More scenarios (third-party applications, benchmarks/apps) go here, before Python's.
+    # Third-party programs from Debian, unmodified (benchmarks/apps, docs/apps.md). Each
+    # runs as wide as the node (its own default); capped and static give it its share
+    # with its own thread option, static also pins it (taskset).
+    half = max(1, cpus // 2)
+    gmx = app("gromacs.py", "--steps", "3000" if long else "1500", programs=("gmx",),
+              mode_args={"capped": ["--threads", str(half)], "static": ["--threads", str(half)]})
+    s.append(Scenario("apps/gromacs-x2", "apps", "2x gmx mdrun", [gmx, gmx], [[gmx], [gmx]]))
+    # GROMACS's MPI build: ranks that swap halo atoms every step, each with an OpenMP team
+    # as wide as the node (Open MPI binds nothing, in every mode); static binds each rank to
+    # its cores (--bind core) with a team of that size.
+    ranks = mpi_ranks(cpus)
+    per_rank = max(1, cpus // ranks)
+    hyb = app("hybrid_mpi.py", "--ranks", str(ranks), "--threads", str(cpus),
+              "--steps", "3000" if long else "1500", programs=("gmx_mpi", "mpirun"),
+              mode_args={"capped": ["--threads", str(per_rank)],
+                         "static": ["--threads", str(per_rank), "--bind", "core"]})
+    # Alone: the same ranks with a team of their share each, nothing oversubscribed.
+    hyb_alone = app("hybrid_mpi.py", "--ranks", str(ranks), "--threads", str(per_rank),
+                    "--steps", "3000" if long else "1500", programs=("gmx_mpi", "mpirun"))
+    s.append(Scenario(f"apps/hybrid-mpi-{ranks}ranks", "apps", f"gmx_mpi, {ranks} ranks",
+                      [hyb], [[hyb_alone]],
+                      fewer_threads=("alone", "capped", "static")))
+    # A joblib pool (loky, n_jobs=-1, joblib's own thread caps) next to a PyTorch process
+    # told to use every core; and two PyTorch processes at the library's default.
+    pool = app("joblib_pool.py", needs=("python3-numpy", "python3-joblib",
+                                        "libopenblas0-openmp"))
+    torch_all = app("torch_infer.py", "--threads", str(cpus), runtimes=("omp-gcc", "tbb"),
+                    needs=("python3-torch",),
+                    mode_args={"capped": ["--threads", str(half)],
+                               "static": ["--threads", str(half)]})
+    s.append(Scenario("apps/joblib+torch", "apps", "joblib pool + torch", [pool, torch_all],
+                      [[pool], [torch_all]]))
+    torch_default = app("torch_infer.py", runtimes=("omp-gcc", "tbb"), needs=("python3-torch",))
+    s.append(Scenario("apps/torch-default-x2", "apps", "2x torch (default threads)",
+                      [torch_default, torch_default], [[torch_default], [torch_default]]))
+
 
     # Python (issue 19), not in DEFAULT: 4 NumPy processes, each with the libraries'
     # default thread count; two PyTorch inference processes; a scikit-learn fit next to a thread doing
@@ -298,7 +351,7 @@ def catalogue(long, cpus=None):
 FIG8_STEPS = 48
 
 DEFAULT = ["fig6/omp", "fig6/omp+ocl", "fig6/omp+tbb", "fig7/", "fig8/", "gcc/", "active/",
-           "2proc/", "mpi/"]
+           "2proc/", "mpi/", "apps/gromacs", "apps/hybrid", "apps/joblib"]
 
 
 def select(scenarios, spec, long):
@@ -442,6 +495,9 @@ class Environment:
                 return f"{j.argv[0]} not built"
             if j.mpi_ranks and not self.mpirun:
                 return "mpirun not installed"
+            for program in j.programs:
+                if not shutil.which(program):
+                    return f"{program} not installed (scripts/deps/apps.txt)"
         if mode == "stock-llvm" and not os.path.exists(
                 os.path.join(self.stock_dir, "libomp.so.5")):
             return f"stock LLVM libomp not built ({self.stock_dir})"
@@ -480,11 +536,12 @@ def command(env, job, mode, plan, gate=None):
             "LD_LIBRARY_PATH")] if p])
     if mode == "passive":
         extra["OMP_WAIT_POLICY"] = "passive"
-    if share is not None:
+    if share is not None and mode not in job.mode_args:  # else the job's own option rules
         extra["OMP_NUM_THREADS"] = str(share)
         extra["POCL_MAX_PTHREAD_COUNT"] = str(share)
         if "tbb" in job.runtimes and not job.interpreter:  # PyTorch's oneTBB has no knob
             argv += ["--tbb-threads", str(share)]
+    argv += job.mode_args.get(mode, [])
     if cpu_lists and not job.mpi_ranks:
         argv = ["taskset", "-c", cpu_lists[0]] + argv
     if job.mpi_ranks:
@@ -578,9 +635,9 @@ def steady_seconds(text, prefix=STEADY_PREFIX):
     return max(vals) if vals else None
 
 
-def result_lines(text):
-    """The RESULT_PREFIX lines a job printed."""
-    return {line.strip() for line in text.splitlines() if line.startswith(RESULT_PREFIX)}
+def result_lines(text, prefix=RESULT_PREFIX):
+    """The result lines (those starting with `prefix`) a job printed."""
+    return {line.strip() for line in text.splitlines() if line.startswith(prefix)}
 
 
 def start_recorder(env, trace_path, scenario_env, log, mode="coexec"):
@@ -703,7 +760,7 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
         out.close()
         log.write(text)
         steady.append(steady_seconds(text, job.steady_prefix))
-        printed |= result_lines(text)
+        printed |= result_lines(text, job.result_prefix)
     log.flush()
     return elapsed, (None if None in steady else max(steady)), status, printed
 
@@ -983,12 +1040,13 @@ def table_header(kind):
 
 def results_text(results):
     """For each scenario whose programs print RESULT_PREFIX lines: whether every mode that
-    ran the same thread counts (alone, native, passive, stock-llvm, coexec) printed the same
-    ones, and capped's and static's, which may round differently on fewer threads. Returns
+    ran the same thread counts printed the same ones, and those of the modes that run other
+    thread counts (the scenario's fewer_threads: capped and static, and alone where it runs
+    a smaller team), which may round differently. Returns
     (lines, names of the scenarios where the former differ)."""
     lines, differ = [], []
-    fewer = ("capped", "static")
     for name, row in by_scenario(results).items():
+        fewer = row["scenario"].fewer_threads
         seen = {m: r.printed for m, r in row.items() if m != "scenario" and r.printed}
         same = {m: v for m, v in seen.items() if m not in fewer}
         if not seen:
@@ -1032,6 +1090,7 @@ def plot(outdir, results, modes, kind):
         ("everyday", "Co-location, GCC OpenMP, active wait, MPI", "", "bars"),
         ("python", "Python: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to BLAS",
          "", "bars"),
+        ("apps", "Third-party programs: GROMACS, GROMACS with MPI, joblib, PyTorch", "", "bars"),
     ]:
         sel = [r for r in rows.values() if r["scenario"].group == group]
         if not sel:
