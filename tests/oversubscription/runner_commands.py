@@ -107,8 +107,28 @@ def main():
                 fail(f"--cpus 1 {mode}: {line}")
             if mode == "static" and "taskset -c 0 " not in line:
                 fail(f"--cpus 1 static: not on CPU 0: {line}")
-    print("runner_commands: rotation, repeats, capped, static, stock-llvm and MPI binding "
-          "as expected")
+    # Third-party programs: their own thread option where the environment does not reach
+    # (GROMACS refuses an OMP_NUM_THREADS that differs from -ntomp), the same MPI binding
+    # in every mode but static, which binds each rank to its cores.
+    apps = dry_run(runner, build, "--scenarios", "apps/gromacs,apps/hybrid", "--repeats", "1",
+                   "--modes", ",".join(MODES), "--cpus", "2")
+    gmx = {mode: cmds for _, mode, cmds in apps["apps/gromacs-x2"]}
+    for mode in ("capped", "static"):
+        for line in gmx[mode]:
+            if not line.endswith("--threads 1") or "OMP_NUM_THREADS" in line:
+                fail(f"apps/gromacs-x2 {mode}: not --threads 1 alone: {line}")
+    for mode in ("native", "passive", "stock-llvm", "coexec"):
+        for line in gmx[mode]:
+            if "--threads" in line or "OMP_NUM_THREADS" in line:
+                fail(f"apps/gromacs-x2 {mode}: not the program's default team: {line}")
+    hyb = {mode: cmds[0] for _, mode, cmds in apps["apps/hybrid-mpi-2ranks"]}
+    if not hyb["static"].endswith("--threads 1 --bind core"):
+        fail(f"apps/hybrid static: ranks not bound with 1 thread: {hyb['static']}")
+    for mode in ("native", "passive", "capped", "stock-llvm", "coexec"):
+        if "--bind" in hyb[mode]:
+            fail(f"apps/hybrid {mode}: bound: {hyb[mode]}")
+    print("runner_commands: rotation, repeats, capped, static, stock-llvm, MPI binding and "
+          "the third-party programs' thread options as expected")
 
 
 if __name__ == "__main__":
