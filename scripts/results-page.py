@@ -16,6 +16,7 @@ below: the newest folder's first table, one row per scenario.
 usage: results-page.py [-o OUTPUT] [--results DIR] [--readme README] [--readme-out FILE]
   (default: docs/results.md and README.md from benchmarks/oversubscription/results)"""
 import argparse
+import csv
 import json
 import os
 import re
@@ -54,10 +55,26 @@ writes it, and the ctest `docs.results_page` fails when the page differs from wh
 script writes."""
 
 
-def fmt(result):
-    """A mode's median [min–max], or a dash without data."""
+def failures(path):
+    """{(scenario, mode): the statuses of its failed repeats} of a results.csv."""
+    out = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["status"] != "ok":
+                out.setdefault((r["scenario"], r["mode"]), []).append(r["status"])
+    return out
+
+
+def fmt(result, failed=()):
+    """A mode's median [min–max] over its successful repeats, then how it failed (a
+    failure ends a mode's runs); a dash without either."""
+    how = f"{', '.join(sorted(set(failed)))}" if failed else ""
     if result is None or run.median(result, KIND) is None:
-        return "–"
+        return how or "–"
+    if how:
+        n = len(result.values(KIND))
+        return (f"{run.median(result, KIND):.2f} ({n} run{'s' if n > 1 else ''}), "
+                f"then {how}")
     lo, hi = run.spread(result, KIND)
     return f"{run.median(result, KIND):.2f} [{lo:.2f}–{hi:.2f}]"
 
@@ -73,7 +90,9 @@ def repeats(row, modes):
 def table(path):
     """The Markdown table of one run.py results.csv, and a sentence that sums it up."""
     rows, _ = versus_better.load(path)
-    modes = [m for m in MODES if any(m in row for row in rows.values())]
+    failed = failures(path)
+    modes = [m for m in MODES if any(m in row for row in rows.values())
+             or any(mode == m for _, mode in failed)]
     lines = ["| scenario | repeats | " + " | ".join(modes) + " | coexec / (a) zero-knowledge"
              " | coexec / (b) all modes |",
              "|---" * (len(modes) + 4) + "|"]
@@ -89,7 +108,7 @@ def table(path):
                 v = c[2] or "fewer than 2 repeats"
                 verdicts[key][v] = verdicts[key].get(v, 0) + 1
         lines.append(f"| {name} | {repeats(row, modes)} | "
-                     + " | ".join(fmt(row.get(m)) for m in modes)
+                     + " | ".join(fmt(row.get(m), failed.get((name, m), ())) for m in modes)
                      + f" | {cells[0]} | {cells[1]} |")
     if not ratios["a"]:
         return "\n".join(lines), f"{len(rows)} scenarios; no coexec / (a)."
@@ -208,8 +227,9 @@ def section(results, name):
            f"Machine: {meta.get('machine', 'not recorded')}. Data: [{name}/]({link}/) ("
            + ", ".join(f"[{f}]({link}/{f})" for f in files) + ")."]
     tables = meta.get("tables", {})
-    csvs = [f for f in tables if f in files] + [f for f in files
-                                                if f.endswith(".csv") and f not in tables]
+    # run.py's summary.csv restates its results.csv: not a table of its own.
+    csvs = [f for f in tables if f in files] + [f for f in files if f.endswith(".csv")
+                                                and f not in tables and f != "summary.csv"]
     for csv_name in csvs:
         about = tables.get(csv_name, {})
         text, summary = table(os.path.join(folder, csv_name))
@@ -220,6 +240,8 @@ def section(results, name):
         else:
             out += [f"[{csv_name}]({link}/{csv_name}).", ""]
         out += [text, "", summary]
+        if "notes" in about:
+            out += ["", about["notes"]]
     for page, about in meta.get("pages", {}).items():
         if page not in files:
             raise SystemExit(f"results-page.py: {meta_path} names {page}, not in {folder}")

@@ -894,13 +894,15 @@ def write_csv(path, results):
         w.writerow(["scenario", "group", "x", "mode", "repeat", "seconds", "steady_seconds",
                     "status"])
         for r in results:
-            if not r.times:
-                w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, "", "", "",
-                            r.status])
+            # Each successful repeat is a row of its own, "ok"; a failure (which ends the
+            # mode's runs) is one more row, with its status and no times.
             for i, t in enumerate(r.times):
                 y = r.steady[i] if i < len(r.steady) else None
                 w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode, i,
-                            f"{t:.4f}", "" if y is None else f"{y:.4f}", r.status])
+                            f"{t:.4f}", "" if y is None else f"{y:.4f}", "ok"])
+            if r.status != "ok":
+                w.writerow([r.scenario.name, r.scenario.group, r.scenario.x, r.mode,
+                            len(r.times), "", "", r.status])
 
 
 def by_scenario(results):
