@@ -69,6 +69,7 @@ Only the Python standard library and gnuplot are used.
 import argparse
 import contextlib
 import csv
+import glob
 import os
 import shlex
 import shutil
@@ -622,6 +623,65 @@ def plans(env, jobs, mode):
 # ---------------------------------------------------------------- running
 
 
+# Seconds a job's process group has between SIGTERM and SIGKILL when its run is stopped.
+KILL_GRACE_S = 5.0
+
+
+def group_pids(pgid):
+    """The live (not zombie) processes of process group `pgid`, from /proc."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(d))
+    return out
+
+
+def end_groups(pgids, grace=KILL_GRACE_S):
+    """Stops the jobs' process groups: SIGTERM first, so that mpirun ends its ranks and
+    removes their shared-memory segments (/dev/shm/vader_segment.*, which a SIGKILLed
+    mpirun leaves behind), then SIGKILL to what is left after `grace` seconds. Returns the
+    pids the groups had, for remove_kmp_registrations()."""
+    pids = set()
+    for g in pgids:
+        pids.update(group_pids(g))
+        try:
+            os.killpg(g, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(group_pids(g) for g in pgids):
+        time.sleep(0.05)
+    for g in pgids:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def remove_kmp_registrations(pids, wait=1.0):
+    """Removes the /dev/shm registration files of LLVM libomp processes that a signal
+    ended (libomp removes its own only when it exits), once each pid is gone."""
+    deadline = time.monotonic() + wait
+    for pid in pids:
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if os.path.exists(f"/proc/{pid}"):
+            continue  # still running (or its pid reused): not ours to remove
+        for leftover in glob.glob(f"/dev/shm/__KMP_REGISTERED_LIB_{pid}_*"):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
 def steady_seconds(text, prefix=STEADY_PREFIX):
     """The largest value a job printed after `prefix` at the start of a line (MPI: one line
     per rank), or None."""
@@ -700,17 +760,13 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
             if gate_dir else {})
     recorder = (start_recorder(env, trace_path, scenario_env, log, mode) if trace_path
                 else None)
-    # A watchdog kills what is still running at the deadline.
-    killed = []
+    # A watchdog stops what is still running at the deadline.
+    killed, killed_pids = [], set()
 
     def kill_all():
-        for p in procs:
-            if p.returncode is None:
-                killed.append(p)
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        running = [p for p in procs if p.returncode is None]
+        killed.extend(running)
+        killed_pids.update(end_groups([p.pid for p in running]))
 
     watchdog = threading.Timer(max(0.1, timeout), kill_all)
     status = "ok"
@@ -742,17 +798,24 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
         kill_all()
         for p in procs:
             p.wait()
+        remove_kmp_registrations(killed_pids)
         if recorder is not None:
             recorder.kill()
             recorder.wait()
         raise
     finally:
         watchdog.cancel()
+        if watchdog.is_alive():
+            watchdog.join()  # a stop under way: its pids are complete once it returns
         if gate_dir:
             shutil.rmtree(gate_dir, ignore_errors=True)
     stop_recorder(recorder, log)
     if killed:
         status = "timeout"
+        remove_kmp_registrations(killed_pids)
+        if mode == "coexec":  # a killed last member leaves the segment: remove it
+            subprocess.run([env.coexec, "reset"], env={**os.environ, **scenario_env},
+                           capture_output=True, timeout=60)
     steady, printed = [], set()
     for job, out in zip(jobs, outs):
         out.seek(0)
