@@ -40,6 +40,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import run  # noqa: E402  (the runner: remove_kmp_registrations)
 B, T = 4, 64  # fixed in llm.c's train_gpt2.c main()
 # llm.c's Makefile: CFLAGS, then CFLAGS_COND (-march=native) and OpenMP for gcc/clang on Linux.
 LLMC_CFLAGS = ["-Ofast", "-Wno-unused-result", "-Wno-ignored-pragmas", "-Wno-unknown-attributes"]
@@ -50,7 +52,7 @@ OUR_FLAGS = ["-std=c++20", "-O2", "-fopenmp", "-ffp-contract=fast", "-fno-math-e
 PRESETS = {
     # run.py's GPT-2 shape (its "everyday" scenarios)
     "runner": dict(layers=2, heads=4, channels=128, vocab=4096, max_seq=64),
-    # the shape of the issue 48 measurement: the runner's with GPT-2's vocabulary
+    # the runner's shape with GPT-2's vocabulary (the output matmul dominates)
     "vocab50257": dict(layers=2, heads=4, channels=128, vocab=50257, max_seq=64),
     # GPT-2 124M, llm.c's default model
     "124m": dict(layers=12, heads=12, channels=768, vocab=50257, max_seq=1024),
@@ -140,10 +142,13 @@ def collect(cmd, cwd, env, steps):
             got.append((float(m.group(2)), float(m.group(3))))
             if len(got) == steps:
                 break
-    if len(got) == steps and proc.poll() is None:
+    stopped = len(got) == steps and proc.poll() is None
+    if stopped:
         proc.terminate()  # llm.c would train 41 steps and sample text
     proc.stdout.close()
     proc.wait()
+    if stopped:  # built with clang, its libomp left its /dev/shm registration
+        run.remove_kmp_registrations([proc.pid])
     if len(got) < steps:
         sys.exit(f"llmc_compare: {cmd[0]} stopped after {len(got)} steps:\n" + "".join(lines[-30:]))
     return got
