@@ -1,5 +1,6 @@
 #include "preemption.hpp"
 
+#include "program_threads.hpp"
 #include "runtime.hpp"
 
 #include "shm/clock.hpp"
@@ -43,10 +44,12 @@ bool Preemption::install() {
         if (sigaction(kPreemptSignal, &sa, nullptr) != 0) return false;
     }
     rt_.sched().set_preemptible(rt_.proc(), true);
+    installed_.store(true, std::memory_order_relaxed);
     return true;
 }
 
 void Preemption::uninstall() {
+    installed_.store(false, std::memory_order_relaxed);
     rt_.sched().set_preemptible(rt_.proc(), false);
 }
 
@@ -59,9 +62,27 @@ void Preemption::on_signal(int) {
     ThreadContext* self = rt ? this_thread_context() : nullptr;
     if (self && runtime_depth() == 0) {
         RuntimeSection section;
-        rt->preemption_.give_way(*self);
+        // The monitor found the program thread asleep on its CPU: lend it
+        // and return to the sleep (program_threads.hpp).
+        if (self->program && rt->program_lend_asked_.exchange(false, std::memory_order_acquire))
+            lend_while_asleep(*rt, *self);
+        else
+            rt->preemption_.give_way(*self);
     }
     errno = saved_errno;
+}
+
+void Preemption::lend_while_asleep(Runtime& rt, ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (self.cpu == kNone || !t || self.immediate || self.has_batch() || t->par.active() ||
+        !rt.holds(self, self.cpu))
+        return;
+    // Runtime::lend_cpu() without its hand-off to waiting work, which may
+    // start a thread: async-signal context allows only the segment's lock.
+    rt.step_out(self);
+    rt.binding_->lend(self);
+    self.own_affinity_applies = self.keeps_affinity;
+    program_thread_lent_asleep();
 }
 
 void Preemption::give_way(ThreadContext& self) {
@@ -78,13 +99,18 @@ void Preemption::give_way(ThreadContext& self) {
     bool gave = false;
     {
         auto lock = sched.lock(wakes);
-        gave = sched.give_way(c, rt_.proc(), self.slot, wakes);
-        if (gave) {
-            // Queued under the lock that granted the CPU away: whoever
-            // leaves it next decides with this demand in view.
+        // Queued under the lock that granted the CPU away: whoever leaves it
+        // next decides with this demand in view.
+        if (sched.give_way(c, rt_.proc(), self.slot, wakes)) {
+            gave = true;
             rt_.queue_->push_preempted(t, c);
-            self.cpu = kNone;
+        } else if (self.program && sched.give_way_within(c, rt_.proc(), self.slot, wakes)) {
+            // A program thread also gives way to its own process's work,
+            // which it may be spinning for: behind that work, on any CPU.
+            gave = true;
+            rt_.queue_->push_unplaced(t);
         }
+        if (gave) self.cpu = kNone;
     }
     wakes.flush(sched.segment());
     if (!gave) return;
@@ -107,6 +133,51 @@ void Preemption::ask_overdue_holders() {
         const pid_t tid = th.tid.load(std::memory_order_relaxed);
         if (tid <= 0 || !thread_on_cpu(pid, tid)) continue;
         ::syscall(SYS_tgkill, pid, tid, kPreemptSignal);
+    }
+    ask_overdue_program_thread(now);
+}
+
+void Preemption::ask_sleeping_program_thread() {
+    // Without our handler the signal would reach the program's, or nobody.
+    if (!installed_.load(std::memory_order_relaxed)) return;
+    const int32_t t = rt_.program_slot_.load(std::memory_order_relaxed);
+    Segment& s = *rt_.segment();
+    int32_t held = kNone;
+    for (int32_t c = 0; t != kNone && c < s.header.cpu_count && held == kNone; ++c)
+        if (s.cpus[c].owner_proc.load(std::memory_order_relaxed) == rt_.proc() &&
+            s.cpus[c].owner_thread.load(std::memory_order_relaxed) == t &&
+            s.cpus[c].state.load(std::memory_order_relaxed) == CpuState::Running)
+            held = c;
+    if (held == kNone) {
+        asleep_seen_ = {};
+        return;
+    }
+    const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
+    const uint64_t since = s.cpus[held].since_ns.load(std::memory_order_relaxed);
+    const int64_t ran = tid > 0 ? thread_run_ns(::getpid(), tid) : -1;
+    const Sighting now{held, since, ran};
+    // Asleep for the whole period: the same grant, no run time since the
+    // last look, and not running now.
+    const bool asleep = ran >= 0 && asleep_seen_.cpu == held && asleep_seen_.since_ns == since &&
+                        asleep_seen_.run_ns == ran && !thread_on_cpu(::getpid(), tid);
+    asleep_seen_ = now;
+    if (!asleep) return;
+    asleep_seen_ = {};
+    rt_.program_lend_asked_.store(true, std::memory_order_release);
+    ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
+}
+
+void Preemption::ask_overdue_program_thread(uint64_t now) {
+    const int32_t t = rt_.program_slot_.load(std::memory_order_relaxed);
+    if (t == kNone || !installed_.load(std::memory_order_relaxed)) return;
+    Segment& s = *rt_.segment();
+    for (int32_t c = 0; c < s.header.cpu_count; ++c) {
+        if (!rt_.sched().overdue_within(c, rt_.proc(), t, now)) continue;
+        // Asleep in a system call it holds no CPU in practice; see above.
+        const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
+        if (tid > 0 && thread_on_cpu(::getpid(), tid))
+            ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
+        return; // a thread holds one CPU
     }
 }
 

@@ -84,6 +84,9 @@ class Runtime {
     int keep_cpu(ThreadContext& self);
     int lend_kept_cpu(ThreadContext& self);
     int block_exit(ThreadContext& self);
+    // block_exit() only if that needs no wait: the CPU lent or kept is
+    // still the thread's. False (the thread stays outside) otherwise.
+    bool reclaim_cpu(ThreadContext& self);
     // See coexec_cpu_wanted(): COEXEC_CPU_WANTED_* flags, 0 when none.
     int cpu_wanted(const ThreadContext& self) const;
     // See coexec_spare_cpus().
@@ -132,6 +135,13 @@ class Runtime {
     // For release_events: the last event of a task suspended with
     // EVENT_SUBMIT resumes it rather than completing it.
     bool resume_after_events(nosv_task* task);
+
+    // ---- program threads (program_threads.hpp) ------------------------
+    // The calling attached thread is (or no longer is) a program thread
+    // that coexec hosts: the preemption safety net then also gives its CPU
+    // to this process's own work when it holds it too long (Preemption).
+    void host_program_thread(ThreadContext& self);
+    void unhost_program_thread(ThreadContext& self);
 
     scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
     // Task storage: a task plus `metadata_size` bytes.
@@ -253,6 +263,14 @@ class Runtime {
     ThreadStarts thread_starts_; // of workers_, monitor_ and suspend_timers_
     WorkerPool workers_;
     Preemption preemption_;
+    // The slot of the program thread coexec hosts (the main thread), or
+    // kNone. Written by that thread, read by the monitor (relaxed: a stale
+    // read only delays or skips one request of the safety net, whose
+    // handler checks the thread's own state again).
+    std::atomic<int32_t> program_slot_{shm::kNone};
+    // Set by the monitor before it signals the program thread asleep on
+    // its CPU, taken by the thread's handler (Preemption).
+    std::atomic<bool> program_lend_asked_{false};
 
     SpinLock queue_mutex_;
     std::unique_ptr<ReadyQueue> queue_;

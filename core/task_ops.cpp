@@ -344,18 +344,27 @@ void Runtime::step_out(ThreadContext& self) {
     workers_.blocked(self);
 }
 
+bool Runtime::reclaim_cpu(ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (t->status.state() != TaskState::Blocked) return false;
+    // Back in coexec, which binds the thread: a mask it sets is remembered.
+    // (Set before the reclaim, whose binding the forget would undo; a
+    // thread whose reclaim fails goes on to block_exit() and no affinity
+    // call in between.)
+    self.own_affinity_applies = false;
+    if (std::exchange(self.affinity.applied_outside, false)) binding_->forget(self);
+    // The cheap way back: no hand-off, no wake-up. A failed reclaim leaves
+    // nothing to reclaim, so block_exit() then goes the slow way.
+    if (!binding_->reclaim(self)) return false;
+    workers_.unblocked(self);
+    t->status.relabel(TaskState::Running);
+    return true;
+}
+
 int Runtime::block_exit(ThreadContext& self) {
     nosv_task* t = self.current;
     if (t->status.state() != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
-    // Back in coexec, which binds the thread: a mask it sets is remembered.
-    self.own_affinity_applies = false;
-    if (std::exchange(self.affinity.applied_outside, false)) binding_->forget(self);
-    // The cheap way back: no hand-off, no wake-up.
-    if (binding_->reclaim(self)) {
-        workers_.unblocked(self);
-        t->status.relabel(TaskState::Running);
-        return NOSV_SUCCESS;
-    }
+    if (reclaim_cpu(self)) return NOSV_SUCCESS;
     if (!t->status.transition(TaskState::Blocked, TaskState::Ready))
         return NOSV_ERR_INVALID_OPERATION;
     make_ready(t, true);

@@ -55,6 +55,7 @@ struct ThreadContext {
     int attach_nesting = 0;           // nested nosv_attach calls a nosv_detach undoes first
     nosv_task* attach_task = nullptr; // an attached thread's own task
     bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
+    bool program = false;             // a program thread coexec hosts (program_threads.hpp)
     bool pinned = false;              // such a thread, pinned by bind_to()
     // CpuBinding::adopt() set SCHED_BATCH, and coexec chooses the thread's
     // policy until detach (`batch_guess` may have it under SCHED_OTHER now).

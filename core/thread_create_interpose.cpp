@@ -8,8 +8,9 @@
 // Like the affinity calls (affinity_interpose.cpp), this definition takes
 // effect when libcoexec comes before libc in the lookup order. Any other
 // call goes to the next definition unchanged; a later interposer learns
-// whom the call came from with coexec_pthread_create_caller().
+// whom the call came from with coexec_interposed_caller() (forwarded_call.hpp).
 #include "affinity.hpp"
+#include "forwarded_call.hpp"
 #include "next_definition.hpp"
 #include "thread_context.hpp"
 
@@ -47,10 +48,6 @@ using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), vo
 
 // The next definition (next_definition.hpp).
 std::atomic<CreateFn> next_create{nullptr};
-
-// The return address of the call being forwarded, for a later interposer
-// that tells its callers apart by it (coexec_pthread_create_caller()).
-thread_local const void* forwarded_caller = nullptr;
 
 // glibc reports a full mask for attributes that carry none.
 bool all_cpus(const cpu_set_t& mask) {
@@ -129,20 +126,6 @@ bool pinned_away(cpu_set_t& visible) {
     return scheduler::kernel_own_affinity(kernel) && !CPU_EQUAL(&visible, &kernel);
 }
 
-// Restores forwarded_caller when the forwarded call returns.
-class ForwardedCall {
-  public:
-    explicit ForwardedCall(const void* caller) : saved_(forwarded_caller) {
-        forwarded_caller = caller;
-    }
-    ~ForwardedCall() { forwarded_caller = saved_; }
-    ForwardedCall(const ForwardedCall&) = delete;
-    ForwardedCall& operator=(const ForwardedCall&) = delete;
-
-  private:
-    const void* saved_;
-};
-
 } // namespace
 } // namespace coexec::core
 
@@ -171,6 +154,16 @@ COEXEC_INTERPOSE int pthread_create(pthread_t* thread, const pthread_attr_t* att
     return rc;
 }
 
+const void*& coexec::core::forwarded_caller() {
+    // initial-exec: set around every call the blocking wrappers forward.
+    thread_local const void* caller __attribute__((tls_model("initial-exec"))) = nullptr;
+    return caller;
+}
+
+COEXEC_INTERPOSE const void* coexec_interposed_caller(void) {
+    return forwarded_caller();
+}
+
 COEXEC_INTERPOSE const void* coexec_pthread_create_caller(void) {
-    return forwarded_caller;
+    return forwarded_caller();
 }

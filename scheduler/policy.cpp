@@ -3,8 +3,8 @@
 // short of CPUs; the preemption safety net for holders that never reach
 // one. Grants and releases go through cpu_slots.cpp and the pool
 // operations; this file writes only the turn of a holder that keeps its CPU
-// (next_turn()), preempt_asked_ns (overdue_holder()) and a preempted
-// thread's state (give_way()).
+// (next_turn()), preempt_asked_ns (overdue_holder(), overdue_within()) and
+// a preempted thread's state (give_way(), give_way_within()).
 #include "shared_scheduler.hpp"
 
 #include "shm/clock.hpp"
@@ -164,6 +164,28 @@ int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now)
     if (now - asked < after) return kNone;
     if (!cpu.preempt_asked_ns.compare_exchange_strong(asked, now, rlx)) return kNone;
     return thread;
+}
+
+bool SharedScheduler::give_way_within(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
+    const uint64_t now = now_ns();
+    if (!has_work(self, c) || grant_to_pool(c, self, wakes) == kNone) return false;
+    s_.threads[thread].state.store(ThreadState::Waiting, rlx);
+    trace(TraceKind::Preempt, c, thread, now);
+    return true;
+}
+
+bool SharedScheduler::overdue_within(int32_t c, int32_t proc, int32_t thread, uint64_t now) {
+    const uint64_t after = s_.header.config.preempt_after_ns;
+    CpuSlot& cpu = s_.cpus[c];
+    if (after == 0 || cpu.state.load(rlx) != CpuState::Running) return false;
+    if (cpu.owner_proc.load(rlx) != proc || cpu.owner_thread.load(rlx) != thread) return false;
+    if (!has_work(proc, c)) return false;
+    const uint64_t since = cpu.since_ns.load(rlx);
+    if (now < since || now - since < quantum_ns() + after) return false;
+    // One request per period, as in overdue_holder().
+    uint64_t asked = cpu.preempt_asked_ns.load(rlx);
+    if (now - asked < after) return false;
+    return cpu.preempt_asked_ns.compare_exchange_strong(asked, now, rlx);
 }
 
 int32_t SharedScheduler::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {

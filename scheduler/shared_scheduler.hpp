@@ -287,6 +287,17 @@ class SharedScheduler {
     // SegmentConfig::preempt_after_ns while `waiter` has work for it, or
     // kNone. Returns a given CPU's holder at most once per that period.
     int32_t overdue_holder(int32_t cpu, int32_t waiter, uint64_t now);
+    // Locked. Like give_way(), for a holder that gives way to its own
+    // process (a program thread, see core/program_threads.hpp): a thread
+    // of `self` that waits for `cpu`, or a pool thread for its ready work,
+    // gets it, and `thread` waits for a CPU. False (and nothing changes)
+    // if none can take it.
+    bool give_way_within(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes);
+    // Lock-free, for the preemption safety net within a process: whether
+    // `thread` of `proc` has held `cpu` for a quantum plus
+    // SegmentConfig::preempt_after_ns while `proc` has other work for it.
+    // True for a given CPU at most once per that period.
+    bool overdue_within(int32_t cpu, int32_t proc, int32_t thread, uint64_t now);
     // Locked. Finds an unheld CPU allowed by `where` for process `proc` and
     // gives it to `proc`: to its own idle holder (woken), or to one of its
     // pool threads (evicting another process's idle holder, or a lender: a

@@ -104,12 +104,26 @@ int coexec_quantum(uint64_t *ns);
  * null `mask`. Callable before nosv_init() and from any thread. */
 int coexec_visible_affinity(size_t size, void *mask);
 
-/* Inside a pthread_create() that libcoexec forwards to the next definition,
- * the return address of the program's call; NULL anywhere else. libcoexec
- * defines pthread_create (a thread that coexec pinned creates threads that
- * start from its visible mask, see docs/affinity.md), so a later interposer
- * that tells its callers apart by that address (the PoCL adapter) asks here
- * first. */
+/* Inside a call that libcoexec forwards to the next definition, the return
+ * address of the program's call; NULL anywhere else. libcoexec defines
+ * pthread_create (a thread that coexec pinned creates threads that start
+ * from its visible mask, see docs/affinity.md) and the C library's blocking
+ * calls (where a program thread that coexec hosts gives its CPU away, see
+ * docs/threads.md), so a later interposer that tells its callers apart by
+ * that address (the PoCL adapter) asks here first. */
+const void *coexec_interposed_caller(void);
+
+/* For an adapter that manages the waits of a runtime library itself (the
+ * PoCL adapter, PoCL's): libcoexec's wrappers of the C library's blocking
+ * calls leave the calls made from the loaded object that contains
+ * `address` (a return address, say) to the adapter from now on, as they do
+ * those of libcoexec and of the adapters' own libraries. Returns
+ * NOSV_SUCCESS, or NOSV_ERR_INVALID_PARAMETER when no loaded object
+ * contains `address`. */
+int coexec_leave_blocking_calls_from(const void *address);
+
+/* The same as coexec_interposed_caller(), by its older name, which only
+ * pthread_create() answered. */
 const void *coexec_pthread_create_caller(void);
 
 /* Nonzero when this process is joined to a coexec instance (nosv_init()

@@ -1,0 +1,525 @@
+// The C library's blocking calls, as libcoexec-host.so exports them: a
+// program thread that coexec hosts (host_main.cpp) gives its CPU away while
+// it waits in one, and takes a CPU back when the call returns. Any other
+// thread, and a hosted thread's call from inside coexec or an adapter, goes
+// to the next definition unchanged (libc's, or a later interposer's: the
+// re-hosted libomp's sleep and yield wrappers, say). These take effect
+// because `coexec run` preloads this library; nothing links against it
+// (core/host_calls.h says why).
+//
+// How the CPU goes away depends on how long the wait is likely to be:
+//   - the waits for time, for a descriptor or for a child, and joins (long,
+//     as a rule) lend it (coexec_lend_cpu): any process that needs a CPU
+//     takes it at once, and if none did, it comes back without a hand-off;
+//   - the waits for another thread (condition variables, contended locks,
+//     semaphores, barriers: mostly short hand-offs between threads) and the
+//     calls that are often short (read, recv, accept: a regular file, a
+//     socket with data) keep it (coexec_keep_cpu): it is taken only once the
+//     thread has stayed inside for a while (two looks of a monitor) and some
+//     process waits, and it comes back with one atomic operation. Giving a
+//     CPU away at every short wait would cost two hand-offs each.
+// A lock or semaphore is tried first, so an uncontended one costs what it
+// costs without coexec, plus a thread-local check.
+#include "core/host_calls.h"
+#include "core/next_definition.hpp"
+
+#include <coexec/ext.h>
+#include <nosv.h>
+
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define COEXEC_INTERPOSE extern "C" __attribute__((visibility("default")))
+
+namespace coexec::host {
+namespace {
+
+bool hosted_program_call(const void* caller) {
+    return coexec_host_call(caller) & COEXEC_HOST_PROGRAM;
+}
+
+bool coexec_thread_call(const void* caller) {
+    return coexec_host_call(caller) & COEXEC_HOST_LOCKER;
+}
+
+bool take_lent_asleep() {
+    return coexec_host_take_lent_asleep() != 0;
+}
+
+bool reclaim_cpu_now() {
+    return coexec_host_reclaim_cpu() != 0;
+}
+
+// Sets coexec_interposed_caller() for the scope of one forwarded call, so
+// that a later interposer (the PoCL adapter) sees the program's caller.
+class ForwardedCall {
+  public:
+    explicit ForwardedCall(const void* caller) : slot_(coexec_host_caller_slot()) {
+        saved_ = *slot_;
+        *slot_ = caller;
+    }
+    ~ForwardedCall() { *slot_ = saved_; }
+    ForwardedCall(const ForwardedCall&) = delete;
+    ForwardedCall& operator=(const ForwardedCall&) = delete;
+
+  private:
+    const void** slot_;
+    const void* saved_;
+};
+
+// The CPU, away while a blocking call of a hosted program thread waits.
+class CpuAway {
+  public:
+    CpuAway(const void* caller, int (*step)()) {
+        // A null caller: the call does not wait (a zero timeout, WNOHANG).
+        if (caller && hosted_program_call(caller))
+            away_ = take_lent_asleep() || step() == NOSV_SUCCESS;
+    }
+    ~CpuAway() {
+        if (!away_) return;
+        const int saved = errno;
+        coexec_block_exit();
+        errno = saved;
+    }
+    CpuAway(const CpuAway&) = delete;
+    CpuAway& operator=(const CpuAway&) = delete;
+
+  private:
+    bool away_ = false;
+};
+
+// The next definition of each call, looked up once (next_definition.hpp).
+#define COEXEC_NEXT(name, type)                                                                    \
+    type next_##name() {                                                                           \
+        static std::atomic<type> cache{nullptr};                                                   \
+        return coexec::core::next_definition(cache, #name);                                        \
+    }
+
+using CondWaitFn = int (*)(pthread_cond_t*, pthread_mutex_t*);
+using CondTimedFn = int (*)(pthread_cond_t*, pthread_mutex_t*, const timespec*);
+using CondClockFn = int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
+using MutexFn = int (*)(pthread_mutex_t*);
+using MutexTimedFn = int (*)(pthread_mutex_t*, const timespec*);
+using RwFn = int (*)(pthread_rwlock_t*);
+using RwTimedFn = int (*)(pthread_rwlock_t*, const timespec*);
+using SemFn = int (*)(sem_t*);
+using SemTimedFn = int (*)(sem_t*, const timespec*);
+using SemClockFn = int (*)(sem_t*, clockid_t, const timespec*);
+using JoinFn = int (*)(pthread_t, void**);
+using BarrierFn = int (*)(pthread_barrier_t*);
+using YieldFn = int (*)();
+using NanosleepFn = int (*)(const timespec*, timespec*);
+using ClockNanosleepFn = int (*)(clockid_t, int, const timespec*, timespec*);
+using UsleepFn = int (*)(useconds_t);
+using SleepFn = unsigned (*)(unsigned);
+using PollFn = int (*)(pollfd*, nfds_t, int);
+using PpollFn = int (*)(pollfd*, nfds_t, const timespec*, const sigset_t*);
+using SelectFn = int (*)(int, fd_set*, fd_set*, fd_set*, timeval*);
+using PselectFn = int (*)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
+using EpollWaitFn = int (*)(int, epoll_event*, int, int);
+using EpollPwaitFn = int (*)(int, epoll_event*, int, int, const sigset_t*);
+using ReadFn = ssize_t (*)(int, void*, size_t);
+using ReadvFn = ssize_t (*)(int, const iovec*, int);
+using RecvFn = ssize_t (*)(int, void*, size_t, int);
+using RecvfromFn = ssize_t (*)(int, void*, size_t, int, sockaddr*, socklen_t*);
+using RecvmsgFn = ssize_t (*)(int, msghdr*, int);
+using AcceptFn = int (*)(int, sockaddr*, socklen_t*);
+using Accept4Fn = int (*)(int, sockaddr*, socklen_t*, int);
+using WaitpidFn = pid_t (*)(pid_t, int*, int);
+using WaitFn = pid_t (*)(int*);
+using WaitidFn = int (*)(idtype_t, id_t, siginfo_t*, int);
+
+COEXEC_NEXT(pthread_cond_wait, CondWaitFn)
+COEXEC_NEXT(pthread_cond_timedwait, CondTimedFn)
+COEXEC_NEXT(pthread_cond_clockwait, CondClockFn)
+COEXEC_NEXT(pthread_mutex_lock, MutexFn)
+COEXEC_NEXT(pthread_mutex_trylock, MutexFn)
+COEXEC_NEXT(pthread_mutex_timedlock, MutexTimedFn)
+COEXEC_NEXT(pthread_rwlock_rdlock, RwFn)
+COEXEC_NEXT(pthread_rwlock_wrlock, RwFn)
+COEXEC_NEXT(pthread_rwlock_tryrdlock, RwFn)
+COEXEC_NEXT(pthread_rwlock_trywrlock, RwFn)
+COEXEC_NEXT(pthread_rwlock_timedrdlock, RwTimedFn)
+COEXEC_NEXT(pthread_rwlock_timedwrlock, RwTimedFn)
+COEXEC_NEXT(sem_wait, SemFn)
+COEXEC_NEXT(sem_trywait, SemFn)
+COEXEC_NEXT(sem_timedwait, SemTimedFn)
+COEXEC_NEXT(sem_clockwait, SemClockFn)
+COEXEC_NEXT(pthread_join, JoinFn)
+COEXEC_NEXT(pthread_tryjoin_np, JoinFn)
+COEXEC_NEXT(pthread_barrier_wait, BarrierFn)
+COEXEC_NEXT(sched_yield, YieldFn)
+COEXEC_NEXT(nanosleep, NanosleepFn)
+COEXEC_NEXT(clock_nanosleep, ClockNanosleepFn)
+COEXEC_NEXT(usleep, UsleepFn)
+COEXEC_NEXT(sleep, SleepFn)
+COEXEC_NEXT(poll, PollFn)
+COEXEC_NEXT(ppoll, PpollFn)
+COEXEC_NEXT(select, SelectFn)
+COEXEC_NEXT(pselect, PselectFn)
+COEXEC_NEXT(epoll_wait, EpollWaitFn)
+COEXEC_NEXT(epoll_pwait, EpollPwaitFn)
+COEXEC_NEXT(read, ReadFn)
+COEXEC_NEXT(readv, ReadvFn)
+COEXEC_NEXT(recv, RecvFn)
+COEXEC_NEXT(recvfrom, RecvfromFn)
+COEXEC_NEXT(recvmsg, RecvmsgFn)
+COEXEC_NEXT(accept, AcceptFn)
+COEXEC_NEXT(accept4, Accept4Fn)
+COEXEC_NEXT(waitpid, WaitpidFn)
+COEXEC_NEXT(wait, WaitFn)
+COEXEC_NEXT(waitid, WaitidFn)
+
+#undef COEXEC_NEXT
+
+constexpr auto lend = coexec_lend_cpu;
+constexpr auto keep = coexec_keep_cpu;
+
+bool zero(const timespec* t) {
+    return t && t->tv_sec == 0 && t->tv_nsec == 0;
+}
+bool zero(const timeval* t) {
+    return t && t->tv_sec == 0 && t->tv_usec == 0;
+}
+
+// ---- locks --------------------------------------------------------------
+//
+// A thread never waits for a CPU while it holds a lock it took here: the
+// threads waiting for that lock may hold every CPU it could get (a worker
+// blocked in the kernel keeps its CPU), and none would ever let go. So when
+// the CPU was taken while the thread waited for the lock, it lets go of the
+// lock, waits for a CPU, and tries again. To the program this looks like a
+// lock that another thread took first, which a lock may always do.
+
+// Locks with `lock()` (which blocks, maybe until a deadline), the CPU away
+// while it waits; `try_lock()` tries again, `unlock()` lets go. Starts once
+// a try said EBUSY.
+template <typename Lock, typename TryLock, typename Unlock>
+int lock_away(Lock lock, TryLock try_lock, Unlock unlock) {
+    for (;;) {
+        if (!take_lent_asleep() && coexec_keep_cpu() != NOSV_SUCCESS) return lock();
+        const int rc = lock();
+        // Not taken (an error, a deadline passed, or a robust mutex's
+        // EOWNERDEAD, whose state the caller must repair before anyone else
+        // may lock it): wait for the CPU as it is.
+        if (rc != 0 || reclaim_cpu_now()) {
+            if (rc != 0) coexec_block_exit();
+            return rc;
+        }
+        unlock();
+        coexec_block_exit();
+        if (int again = try_lock(); again != EBUSY) return again;
+    }
+}
+
+int mutex_unlock(pthread_mutex_t* m) {
+    static std::atomic<MutexFn> cache{nullptr};
+    return coexec::core::next_definition(cache, "pthread_mutex_unlock")(m);
+}
+
+int rwlock_unlock(pthread_rwlock_t* l) {
+    static std::atomic<RwFn> cache{nullptr};
+    return coexec::core::next_definition(cache, "pthread_rwlock_unlock")(l);
+}
+
+// A condition variable's wait returns with its mutex locked: if the CPU
+// was taken meanwhile, the mutex is let go of while the thread waits for a
+// CPU, and locked again as above (a wake-up after which another thread
+// locked the mutex first).
+template <typename Wait>
+int cond_wait_away(pthread_mutex_t* m, Wait wait) {
+    if (!take_lent_asleep() && coexec_keep_cpu() != NOSV_SUCCESS) return wait();
+    const int rc = wait();
+    if (rc == EOWNERDEAD || reclaim_cpu_now()) {
+        if (rc == EOWNERDEAD) coexec_block_exit();
+        return rc;
+    }
+    mutex_unlock(m);
+    coexec_block_exit();
+    if (next_pthread_mutex_trylock()(m) == EBUSY)
+        lock_away([m] { return next_pthread_mutex_lock()(m); },
+                  [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
+    return rc;
+}
+
+} // namespace
+} // namespace coexec::host
+
+using namespace coexec::host;
+
+#define CALLER __builtin_extract_return_addr(__builtin_return_address(0))
+// Every forwarded call says whom it came from (forwarded_call.hpp).
+#define FORWARDED const ForwardedCall forwarded(CALLER)
+
+// ---- waits for another thread -----------------------------------------
+
+COEXEC_INTERPOSE int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+    FORWARDED;
+    if (!hosted_program_call(CALLER)) return next_pthread_cond_wait()(c, m);
+    return cond_wait_away(m, [&] { return next_pthread_cond_wait()(c, m); });
+}
+
+COEXEC_INTERPOSE int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
+                                            const timespec* at) {
+    FORWARDED;
+    if (!hosted_program_call(CALLER)) return next_pthread_cond_timedwait()(c, m, at);
+    return cond_wait_away(m, [&] { return next_pthread_cond_timedwait()(c, m, at); });
+}
+
+COEXEC_INTERPOSE int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
+                                            const timespec* at) {
+    FORWARDED;
+    if (!hosted_program_call(CALLER)) return next_pthread_cond_clockwait()(c, m, clock, at);
+    return cond_wait_away(m, [&] { return next_pthread_cond_clockwait()(c, m, clock, at); });
+}
+
+// A lock is tried first: only a wait gives the CPU away, and it does so for
+// any thread that holds a coexec CPU (coexec_thread_call()). trylock's other
+// answers are lock's too (a robust mutex's EOWNERDEAD, with the lock taken).
+COEXEC_INTERPOSE int pthread_mutex_lock(pthread_mutex_t* m) {
+    FORWARDED;
+    if (!coexec_thread_call(CALLER)) return next_pthread_mutex_lock()(m);
+    if (int rc = next_pthread_mutex_trylock()(m); rc != EBUSY) return rc;
+    return lock_away([m] { return next_pthread_mutex_lock()(m); },
+                     [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
+}
+
+// The deadlines of the timed forms are absolute: each retry keeps it.
+COEXEC_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* at) {
+    FORWARDED;
+    if (!coexec_thread_call(CALLER)) return next_pthread_mutex_timedlock()(m, at);
+    if (int rc = next_pthread_mutex_trylock()(m); rc != EBUSY) return rc;
+    return lock_away([m, at] { return next_pthread_mutex_timedlock()(m, at); },
+                     [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
+}
+
+COEXEC_INTERPOSE int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
+    FORWARDED;
+    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_rdlock()(l);
+    if (int rc = next_pthread_rwlock_tryrdlock()(l); rc != EBUSY) return rc;
+    return lock_away([l] { return next_pthread_rwlock_rdlock()(l); },
+                     [l] { return next_pthread_rwlock_tryrdlock()(l); }, [l] { rwlock_unlock(l); });
+}
+
+COEXEC_INTERPOSE int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
+    FORWARDED;
+    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_wrlock()(l);
+    if (int rc = next_pthread_rwlock_trywrlock()(l); rc != EBUSY) return rc;
+    return lock_away([l] { return next_pthread_rwlock_wrlock()(l); },
+                     [l] { return next_pthread_rwlock_trywrlock()(l); }, [l] { rwlock_unlock(l); });
+}
+
+COEXEC_INTERPOSE int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* at) {
+    FORWARDED;
+    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_timedrdlock()(l, at);
+    if (int rc = next_pthread_rwlock_tryrdlock()(l); rc != EBUSY) return rc;
+    return lock_away([l, at] { return next_pthread_rwlock_timedrdlock()(l, at); },
+                     [l] { return next_pthread_rwlock_tryrdlock()(l); }, [l] { rwlock_unlock(l); });
+}
+
+COEXEC_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* at) {
+    FORWARDED;
+    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_timedwrlock()(l, at);
+    if (int rc = next_pthread_rwlock_trywrlock()(l); rc != EBUSY) return rc;
+    return lock_away([l, at] { return next_pthread_rwlock_timedwrlock()(l, at); },
+                     [l] { return next_pthread_rwlock_trywrlock()(l); }, [l] { rwlock_unlock(l); });
+}
+
+// sem_trywait reports EAGAIN through errno, which a wait then overwrites.
+COEXEC_INTERPOSE int sem_wait(sem_t* s) {
+    FORWARDED;
+    const void* caller = CALLER;
+    if (!hosted_program_call(caller)) return next_sem_wait()(s);
+    const int saved = errno;
+    if (next_sem_trywait()(s) == 0) return 0;
+    errno = saved;
+    CpuAway away(caller, keep);
+    return next_sem_wait()(s);
+}
+
+COEXEC_INTERPOSE int sem_timedwait(sem_t* s, const timespec* at) {
+    FORWARDED;
+    const void* caller = CALLER;
+    if (!hosted_program_call(caller)) return next_sem_timedwait()(s, at);
+    const int saved = errno;
+    if (next_sem_trywait()(s) == 0) return 0;
+    errno = saved;
+    CpuAway away(caller, keep);
+    return next_sem_timedwait()(s, at);
+}
+
+COEXEC_INTERPOSE int sem_clockwait(sem_t* s, clockid_t clock, const timespec* at) {
+    FORWARDED;
+    const void* caller = CALLER;
+    if (!hosted_program_call(caller)) return next_sem_clockwait()(s, clock, at);
+    const int saved = errno;
+    if (next_sem_trywait()(s) == 0) return 0;
+    errno = saved;
+    CpuAway away(caller, keep);
+    return next_sem_clockwait()(s, clock, at);
+}
+
+COEXEC_INTERPOSE int pthread_join(pthread_t t, void** result) {
+    FORWARDED;
+    const void* caller = CALLER;
+    if (!hosted_program_call(caller)) return next_pthread_join()(t, result);
+    if (int rc = next_pthread_tryjoin_np()(t, result); rc != EBUSY) return rc;
+    CpuAway away(caller, lend);
+    return next_pthread_join()(t, result);
+}
+
+COEXEC_INTERPOSE int pthread_barrier_wait(pthread_barrier_t* b) {
+    FORWARDED;
+    CpuAway away(CALLER, keep);
+    return next_pthread_barrier_wait()(b);
+}
+
+// ---- yields and sleeps -------------------------------------------------
+
+// A hosted thread that yields lets the threads of its process that wait
+// for a CPU have it first (nosv_yield requeues it behind them), then yields
+// in the kernel too, where threads coexec does not host may be waiting.
+COEXEC_INTERPOSE int sched_yield() noexcept {
+    FORWARDED;
+    if (hosted_program_call(CALLER)) nosv_yield(NOSV_YIELD_NONE);
+    return next_sched_yield()();
+}
+
+COEXEC_INTERPOSE int nanosleep(const timespec* req, timespec* rem) {
+    FORWARDED;
+    CpuAway away(CALLER, lend);
+    return next_nanosleep()(req, rem);
+}
+
+COEXEC_INTERPOSE int clock_nanosleep(clockid_t clock, int flags, const timespec* req,
+                                     timespec* rem) {
+    FORWARDED;
+    CpuAway away(CALLER, lend);
+    return next_clock_nanosleep()(clock, flags, req, rem);
+}
+
+COEXEC_INTERPOSE int usleep(useconds_t usec) {
+    FORWARDED;
+    CpuAway away(CALLER, lend);
+    return next_usleep()(usec);
+}
+
+COEXEC_INTERPOSE unsigned sleep(unsigned seconds) {
+    FORWARDED;
+    CpuAway away(CALLER, lend);
+    return next_sleep()(seconds);
+}
+
+// ---- waits for descriptors and children --------------------------------
+
+// A zero timeout only polls: the CPU stays.
+COEXEC_INTERPOSE int poll(pollfd* fds, nfds_t n, int timeout_ms) {
+    FORWARDED;
+    CpuAway away(timeout_ms == 0 ? nullptr : CALLER, lend);
+    return next_poll()(fds, n, timeout_ms);
+}
+
+COEXEC_INTERPOSE int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
+    FORWARDED;
+    CpuAway away(zero(timeout) ? nullptr : CALLER, lend);
+    return next_ppoll()(fds, n, timeout, mask);
+}
+
+COEXEC_INTERPOSE int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
+    FORWARDED;
+    CpuAway away(zero(timeout) ? nullptr : CALLER, lend);
+    return next_select()(n, r, w, e, timeout);
+}
+
+COEXEC_INTERPOSE int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout,
+                             const sigset_t* mask) {
+    FORWARDED;
+    CpuAway away(zero(timeout) ? nullptr : CALLER, lend);
+    return next_pselect()(n, r, w, e, timeout, mask);
+}
+
+COEXEC_INTERPOSE int epoll_wait(int ep, epoll_event* events, int max, int timeout_ms) {
+    FORWARDED;
+    CpuAway away(timeout_ms == 0 ? nullptr : CALLER, lend);
+    return next_epoll_wait()(ep, events, max, timeout_ms);
+}
+
+COEXEC_INTERPOSE int epoll_pwait(int ep, epoll_event* events, int max, int timeout_ms,
+                                 const sigset_t* mask) {
+    FORWARDED;
+    CpuAway away(timeout_ms == 0 ? nullptr : CALLER, lend);
+    return next_epoll_pwait()(ep, events, max, timeout_ms, mask);
+}
+
+COEXEC_INTERPOSE ssize_t read(int fd, void* buf, size_t n) {
+    FORWARDED;
+    CpuAway away(CALLER, keep);
+    return next_read()(fd, buf, n);
+}
+
+COEXEC_INTERPOSE ssize_t readv(int fd, const iovec* iov, int n) {
+    FORWARDED;
+    CpuAway away(CALLER, keep);
+    return next_readv()(fd, iov, n);
+}
+
+COEXEC_INTERPOSE ssize_t recv(int fd, void* buf, size_t n, int flags) {
+    FORWARDED;
+    CpuAway away(flags & MSG_DONTWAIT ? nullptr : CALLER, keep);
+    return next_recv()(fd, buf, n, flags);
+}
+
+COEXEC_INTERPOSE ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from,
+                                  socklen_t* len) {
+    FORWARDED;
+    CpuAway away(flags & MSG_DONTWAIT ? nullptr : CALLER, keep);
+    return next_recvfrom()(fd, buf, n, flags, from, len);
+}
+
+COEXEC_INTERPOSE ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+    FORWARDED;
+    CpuAway away(flags & MSG_DONTWAIT ? nullptr : CALLER, keep);
+    return next_recvmsg()(fd, msg, flags);
+}
+
+COEXEC_INTERPOSE int accept(int fd, sockaddr* addr, socklen_t* len) {
+    FORWARDED;
+    CpuAway away(CALLER, keep);
+    return next_accept()(fd, addr, len);
+}
+
+COEXEC_INTERPOSE int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+    FORWARDED;
+    CpuAway away(CALLER, keep);
+    return next_accept4()(fd, addr, len, flags);
+}
+
+COEXEC_INTERPOSE pid_t waitpid(pid_t pid, int* status, int options) {
+    FORWARDED;
+    CpuAway away(options & WNOHANG ? nullptr : CALLER, lend);
+    return next_waitpid()(pid, status, options);
+}
+
+COEXEC_INTERPOSE pid_t wait(int* status) {
+    FORWARDED;
+    CpuAway away(CALLER, lend);
+    return next_wait()(status);
+}
+
+COEXEC_INTERPOSE int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
+    FORWARDED;
+    CpuAway away(options & WNOHANG ? nullptr : CALLER, lend);
+    return next_waitid()(type, id, info, options);
+}
