@@ -15,16 +15,18 @@
 using namespace coexec::pocl;
 
 #define COEXEC_POCL_EXPORT extern "C" __attribute__((visibility("default")))
-#define COEXEC_POCL_CALLER() __builtin_extract_return_addr(__builtin_return_address(0))
+// The caller of a pthread call: the program's return address, which
+// libcoexec keeps for the calls it forwards (it comes first under `coexec
+// run`), else this call's own.
+#define COEXEC_POCL_CALLER()                                                                       \
+    (coexec_interposed_caller() ? coexec_interposed_caller()                                       \
+                                : __builtin_extract_return_addr(__builtin_return_address(0)))
 
 // Threads that PoCL's pthread driver starts become coexec threads; the creator
-// is recognised by the library its call comes from. libcoexec's own
-// pthread_create comes first under `coexec run`, and says whose call it
-// forwards.
+// is recognised by the library its call comes from.
 COEXEC_POCL_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                                       void* (*start)(void*), void* arg) {
-    const void* caller = coexec_pthread_create_caller();
-    if (caller == nullptr) caller = COEXEC_POCL_CALLER();
+    const void* caller = COEXEC_POCL_CALLER();
     if (module_of(caller) == Module::PoclPthread && PoclMembership::instance().start())
         return create_worker(thread, attr, start, arg);
     return real_pthread().create(thread, attr, start, arg);

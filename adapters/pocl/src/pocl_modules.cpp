@@ -1,5 +1,7 @@
 #include "pocl_modules.hpp"
 
+#include <coexec/ext.h>
+
 #include <dlfcn.h>
 
 #include <array>
@@ -39,6 +41,9 @@ Module caller_module(const void* return_address) {
     for (const Entry& e : cache)
         if (e.address == return_address) return e.module;
     Module m = module_of(return_address);
+    // PoCL's waits are this adapter's to manage: libcoexec's wrappers (of
+    // a hosted program thread's waits) leave them alone from now on.
+    if (is_pocl(m)) coexec_leave_blocking_calls_from(return_address);
     cache[next++ % cache.size()] = Entry{return_address, m};
     return m;
 }
