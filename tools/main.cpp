@@ -5,6 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <limits>
 
+// Keeps the CLI out of the instance when libcoexec is preloaded into it
+// (core/program_threads.cpp): `coexec ps` under `coexec run` only looks.
+extern "C" __attribute__((visibility("default"), used)) const int coexec_never_host_threads = 1;
+
 namespace {
 
 using namespace coexec::cli;
@@ -71,7 +75,9 @@ void add_run(CLI::App& app, Cli& cli) {
                 "Puts the adapters on LD_LIBRARY_PATH and LD_PRELOAD and execs CMD, so it\n"
                 "exits with the status of CMD. With --openmp (or no adapter named),\n"
                 "OpenBLAS's OpenMP build goes on the path too when installed;\n"
-                "COEXEC_OPENBLAS_DIR names another directory for it (empty: none).");
+                "COEXEC_OPENBLAS_DIR names another directory for it (empty: none).\n"
+                "The program's main thread is a coexec thread too: COEXEC_HOST_THREADS\n"
+                "is set to main unless it is set (none: not hosted).");
     run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");
     run->add_flag("--tbb", cli.run.tbb, "Re-host oneTBB workers");
     run->add_flag("--pocl", cli.run.pocl, "Re-host PoCL's CPU driver threads");

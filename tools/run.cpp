@@ -101,10 +101,17 @@ bool set_loader_env(const RunOptions& o, const fs::path& lib) {
     prepend_env("LD_LIBRARY_PATH", lib_path);
     // libcoexec itself first: the adapters load it after libc, and then its
     // sched_getaffinity & co. (a managed thread shows its own mask, not
-    // coexec's pinning; docs/affinity.md) would never be called.
+    // coexec's pinning; docs/affinity.md) would never be called. Then
+    // libcoexec-host.so, which hosts the main thread and wraps the C
+    // library's blocking calls before libc's and the adapters' own
+    // (docs/threads.md).
     if (fs::path core = lib / "libcoexec.so"; !preload.empty() && fs::exists(core)) {
         std::string first = core.string();
         first += ':';
+        if (fs::path host = lib / "coexec" / "host" / "libcoexec-host.so"; fs::exists(host)) {
+            first += host.string();
+            first += ':';
+        }
         preload.insert(0, first);
     }
     if (!preload.empty()) prepend_env("LD_PRELOAD", preload);
@@ -125,6 +132,10 @@ int run_command(const RunOptions& options) {
         return 2;
     }
     if (!set_loader_env(options, lib)) return 2;
+    // The program's main thread runs on a CPU coexec grants, like the
+    // threads of its runtimes (core/program_threads.hpp), unless the user
+    // chose otherwise.
+    setenv("COEXEC_HOST_THREADS", "main", 0);
     std::vector<char*> argv;
     for (const auto& arg : options.command)
         argv.push_back(const_cast<char*>(arg.c_str()));
