@@ -1,0 +1,152 @@
+// Program threads that coexec hosts (COEXEC_HOST_THREADS=main): the main
+// thread of a program with libcoexec-host.so preloaded holds a CPU of the
+// segment, and gives it away wherever it blocks in the C library.
+//
+// Each case runs host-threads-probe (host_threads_probe.cpp) on a one-CPU
+// segment with the preemption safety net off. Once the probe's main thread
+// holds the CPU, another process attaches (it needs that CPU) and then lets
+// the probe through; the probe blocks in the call under test meanwhile. The
+// other process can attach only if the call gave the CPU away: if it did
+// not, neither process ever finishes and the case fails at its deadline.
+#include "support.hpp"
+
+#include "../support/spawn.hpp"
+
+#include "shm/segment.hpp"
+
+#include <nosv.h>
+
+#include <fcntl.h>
+#include <string>
+#include <unistd.h>
+
+using namespace coexec;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kProbe = HOST_THREADS_PROBE;
+const std::string kPreload = HOST_THREADS_PRELOAD; // libcoexec, libcoexec-host.so
+
+// The pid of the process whose thread holds the segment's CPU 0, or 0.
+pid_t holder_of_cpu0(const shm::Segment& s) {
+    const int32_t p = s.cpus[0].owner_proc.load();
+    return p == shm::kNone ? 0 : s.procs[p].pid;
+}
+
+// Starts the probe for `op` with its main thread hosted, on the test's
+// segment. `go` is the pipe's read end, which the probe inherits.
+pid_t start_probe(const std::string& op, int go, const std::string& host = "main") {
+    return test_support::spawn({kProbe, op, std::to_string(go)},
+                               {{"COEXEC_HOST_THREADS", host}, {"LD_PRELOAD", kPreload}});
+}
+
+class HostedMainThread : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HostedMainThread, BlockingCallGivesTheCpuAway) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t probe = start_probe(GetParam(), go[0]);
+    ::close(go[0]);
+    // The probe created the segment, and its main thread holds the one CPU.
+    shm::SegmentMapping map;
+    ASSERT_TRUE(test::wait_until([&] {
+        if (!map) {
+            shm::SegmentError e;
+            map = shm::SegmentMapping::open(seg.options(), e);
+        }
+        return map && holder_of_cpu0(*map.get()) == probe;
+    })) << "the probe's main thread never held the CPU";
+    // Attaching needs the CPU, which the probe holds until it blocks.
+    const pid_t other = test::fork_child([&] {
+        nosv_task_t task;
+        if (nosv_init() != 0) return 11;
+        if (nosv_attach(&task, nullptr, "other", 0) != 0) return 12;
+        const char byte = 1;
+        const bool sent = ::write(go[1], &byte, 1) == 1;
+        nosv_detach(NOSV_DETACH_NONE);
+        if (nosv_shutdown() != 0) return 13;
+        return sent ? 0 : 14;
+    });
+    ::close(go[1]);
+    const int other_status = test::wait_child(other, test::kPatience);
+    EXPECT_EQ(other_status, 0) << "-1: the other process never got the CPU";
+    // Once the other process gave up, the probe waits for good.
+    if (other_status != 0) ::kill(probe, SIGKILL);
+    EXPECT_EQ(test::wait_child(probe, test::kPatience), 0)
+        << "3: not hosted, 4: the call failed, -1: it never returned";
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, HostedMainThread,
+                         ::testing::Values("pthread_cond_wait", "pthread_cond_timedwait",
+                                           "pthread_mutex_lock", "pthread_rwlock_rdlock",
+                                           "sem_wait", "pthread_join", "pthread_barrier_wait",
+                                           "nanosleep", "clock_nanosleep", "usleep", "poll",
+                                           "select", "epoll_wait", "read", "recv", "accept",
+                                           "waitpid"));
+
+// A hosted main thread that spins in user code for a task of its own
+// process, on one CPU, gives way to it once it has held the CPU for a
+// quantum plus scheduler.preempt_after_ns (the safety net, here 20 ms).
+TEST(HostThreads, SpinningMainThreadGivesWayToItsOwnWork) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=20000000");
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t probe = start_probe("spin_for_own_task", go[0]);
+    EXPECT_EQ(test::wait_child(probe, test::kPatience), 0)
+        << "-1: the task never ran, 4: the nOS-V calls failed";
+    ::close(go[0]);
+    ::close(go[1]);
+}
+
+// With the safety net off, nothing takes the CPU from the spinning thread:
+// what the test above checks is the safety net's doing.
+TEST(HostThreads, SpinningMainThreadKeepsTheCpuWithoutTheSafetyNet) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t probe = start_probe("spin_for_own_task", go[0]);
+    EXPECT_EQ(test::wait_child(probe, std::chrono::seconds(2)), -1) << "it did not spin";
+    ::close(go[0]);
+    ::close(go[1]);
+}
+
+// Without COEXEC_HOST_THREADS (or with none), nothing is hosted: the probe
+// says so (exit 3) without touching the segment.
+TEST(HostThreads, OffUnlessAsked) {
+    test::ScopedSegment seg("topology.binding=0");
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    for (const char* host : {"", "none"}) {
+        const pid_t probe = start_probe("read", go[0], host);
+        EXPECT_EQ(test::wait_child(probe, 60s), 3) << "COEXEC_HOST_THREADS=" << host;
+    }
+    shm::SegmentError e;
+    EXPECT_FALSE(shm::SegmentMapping::open(seg.options(), e)) << "a segment was created";
+    ::close(go[0]);
+    ::close(go[1]);
+}
+
+// A value that is neither none nor main: one line on stderr, nothing hosted.
+TEST(HostThreads, UnknownValueIsReported) {
+    test::ScopedSegment seg("topology.binding=0");
+    int go[2], err[2];
+    ASSERT_EQ(::pipe(go), 0);
+    ASSERT_EQ(::pipe(err), 0);
+    const pid_t probe = test_support::spawn(
+        {kProbe, "read", std::to_string(go[0])},
+        {{"COEXEC_HOST_THREADS", "every"}, {"LD_PRELOAD", kPreload}}, -1, -1, err[1]);
+    ::close(err[1]);
+    EXPECT_EQ(test::wait_child(probe, 60s), 3);
+    std::string text;
+    char buf[256];
+    for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;)
+        text.append(buf, size_t(n));
+    EXPECT_NE(text.find("COEXEC_HOST_THREADS=every is not one of none and main"), std::string::npos)
+        << text;
+    for (int fd : {go[0], go[1], err[0]})
+        ::close(fd);
+}
+
+} // namespace
