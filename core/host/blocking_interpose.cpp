@@ -7,17 +7,19 @@
 // because `coexec run` preloads this library; nothing links against it
 // (core/host_calls.h says why).
 //
-// How the CPU goes away depends on how long the wait is likely to be:
-//   - the waits for time, for a descriptor or for a child, and joins (long,
-//     as a rule) lend it (coexec_lend_cpu): any process that needs a CPU
-//     takes it at once, and if none did, it comes back without a hand-off;
-//   - the waits for another thread (condition variables, contended locks,
-//     semaphores, barriers: mostly short hand-offs between threads) and the
-//     calls that are often short (read, recv, accept: a regular file, a
-//     socket with data) keep it (coexec_keep_cpu): it is taken only once the
-//     thread has stayed inside for a while (two looks of a monitor) and some
-//     process waits, and it comes back with one atomic operation. Giving a
-//     CPU away at every short wait would cost two hand-offs each.
+// How the CPU goes away depends on what the thread waits for:
+//   - waits for other threads (condition variables, semaphores, barriers,
+//     joins), for time, for a descriptor to be ready or for a child lend it
+//     (coexec_lend_cpu): work that waits for a CPU, of any process, takes it
+//     at once (the thread may be waiting for that very work, as a main
+//     thread waits for the tasks it spawned), and if none did, it comes back
+//     without a hand-off;
+//   - contended locks (the holder is most often running, and lets go soon)
+//     and the calls that are often short (read, recv, accept: a regular
+//     file, a socket with data) keep it (coexec_keep_cpu): it is taken only
+//     once the thread has stayed inside for a while (two looks of a monitor)
+//     and some process waits, and it comes back with one atomic operation.
+//     Giving a CPU away at every short wait would cost two hand-offs each.
 // A lock or semaphore is tried first, so an uncontended one costs what it
 // costs without coexec, plus a thread-local check.
 #include "core/host_calls.h"
@@ -240,7 +242,7 @@ int rwlock_unlock(pthread_rwlock_t* l) {
 // locked the mutex first).
 template <typename Wait>
 int cond_wait_away(pthread_mutex_t* m, Wait wait) {
-    if (!take_lent_asleep() && coexec_keep_cpu() != NOSV_SUCCESS) return wait();
+    if (!take_lent_asleep() && coexec_lend_cpu() != NOSV_SUCCESS) return wait();
     const int rc = wait();
     if (rc == EOWNERDEAD || reclaim_cpu_now()) {
         if (rc == EOWNERDEAD) coexec_block_exit();
@@ -252,6 +254,47 @@ int cond_wait_away(pthread_mutex_t* m, Wait wait) {
         lock_away([m] { return next_pthread_mutex_lock()(m); },
                   [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
     return rc;
+}
+
+// What take_lock() needs of a mutex, and of a read-write lock (taken for
+// reading or for writing).
+struct MutexOps {
+    pthread_mutex_t* m;
+    int try_lock() const { return next_pthread_mutex_trylock()(m); }
+    void unlock() const { mutex_unlock(m); }
+};
+
+struct RwOps {
+    pthread_rwlock_t* l;
+    bool read;
+    int try_lock() const {
+        return read ? next_pthread_rwlock_tryrdlock()(l) : next_pthread_rwlock_trywrlock()(l);
+    }
+    void unlock() const { rwlock_unlock(l); }
+};
+
+// A lock taken from `caller` with `lock()`: tried first, then waited for
+// with the CPU away (lock_away()) when a thread that holds a coexec CPU
+// waits in the program's code.
+template <typename Lock, typename Ops>
+int take_lock(const void* caller, Lock lock, const Ops& ops) {
+    if (!coexec_thread_call(caller)) return lock();
+    if (int rc = ops.try_lock(); rc != EBUSY) return rc;
+    return lock_away(
+        lock, [&ops] { return ops.try_lock(); }, [&ops] { ops.unlock(); });
+}
+
+// A semaphore waited for from `caller` with `wait()`: tried first, then
+// waited for with the CPU lent. sem_trywait reports EAGAIN through errno,
+// which the wait then overwrites.
+template <typename Wait>
+int take_semaphore(const void* caller, sem_t* s, Wait wait) {
+    if (!hosted_program_call(caller)) return wait();
+    const int saved = errno;
+    if (next_sem_trywait()(s) == 0) return 0;
+    errno = saved;
+    CpuAway away(caller, lend);
+    return wait();
 }
 
 } // namespace
@@ -288,87 +331,56 @@ COEXEC_INTERPOSE int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* 
 // A lock is tried first: only a wait gives the CPU away, and it does so for
 // any thread that holds a coexec CPU (coexec_thread_call()). trylock's other
 // answers are lock's too (a robust mutex's EOWNERDEAD, with the lock taken).
+// The deadlines of the timed forms are absolute: each retry keeps them.
 COEXEC_INTERPOSE int pthread_mutex_lock(pthread_mutex_t* m) {
     FORWARDED;
-    if (!coexec_thread_call(CALLER)) return next_pthread_mutex_lock()(m);
-    if (int rc = next_pthread_mutex_trylock()(m); rc != EBUSY) return rc;
-    return lock_away([m] { return next_pthread_mutex_lock()(m); },
-                     [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
+    return take_lock(
+        CALLER, [m] { return next_pthread_mutex_lock()(m); }, MutexOps{m});
 }
 
-// The deadlines of the timed forms are absolute: each retry keeps it.
 COEXEC_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* at) {
     FORWARDED;
-    if (!coexec_thread_call(CALLER)) return next_pthread_mutex_timedlock()(m, at);
-    if (int rc = next_pthread_mutex_trylock()(m); rc != EBUSY) return rc;
-    return lock_away([m, at] { return next_pthread_mutex_timedlock()(m, at); },
-                     [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
+    return take_lock(
+        CALLER, [m, at] { return next_pthread_mutex_timedlock()(m, at); }, MutexOps{m});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
     FORWARDED;
-    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_rdlock()(l);
-    if (int rc = next_pthread_rwlock_tryrdlock()(l); rc != EBUSY) return rc;
-    return lock_away([l] { return next_pthread_rwlock_rdlock()(l); },
-                     [l] { return next_pthread_rwlock_tryrdlock()(l); }, [l] { rwlock_unlock(l); });
+    return take_lock(
+        CALLER, [l] { return next_pthread_rwlock_rdlock()(l); }, RwOps{l, true});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
     FORWARDED;
-    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_wrlock()(l);
-    if (int rc = next_pthread_rwlock_trywrlock()(l); rc != EBUSY) return rc;
-    return lock_away([l] { return next_pthread_rwlock_wrlock()(l); },
-                     [l] { return next_pthread_rwlock_trywrlock()(l); }, [l] { rwlock_unlock(l); });
+    return take_lock(
+        CALLER, [l] { return next_pthread_rwlock_wrlock()(l); }, RwOps{l, false});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* at) {
     FORWARDED;
-    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_timedrdlock()(l, at);
-    if (int rc = next_pthread_rwlock_tryrdlock()(l); rc != EBUSY) return rc;
-    return lock_away([l, at] { return next_pthread_rwlock_timedrdlock()(l, at); },
-                     [l] { return next_pthread_rwlock_tryrdlock()(l); }, [l] { rwlock_unlock(l); });
+    return take_lock(
+        CALLER, [l, at] { return next_pthread_rwlock_timedrdlock()(l, at); }, RwOps{l, true});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* at) {
     FORWARDED;
-    if (!coexec_thread_call(CALLER)) return next_pthread_rwlock_timedwrlock()(l, at);
-    if (int rc = next_pthread_rwlock_trywrlock()(l); rc != EBUSY) return rc;
-    return lock_away([l, at] { return next_pthread_rwlock_timedwrlock()(l, at); },
-                     [l] { return next_pthread_rwlock_trywrlock()(l); }, [l] { rwlock_unlock(l); });
+    return take_lock(
+        CALLER, [l, at] { return next_pthread_rwlock_timedwrlock()(l, at); }, RwOps{l, false});
 }
 
-// sem_trywait reports EAGAIN through errno, which a wait then overwrites.
 COEXEC_INTERPOSE int sem_wait(sem_t* s) {
     FORWARDED;
-    const void* caller = CALLER;
-    if (!hosted_program_call(caller)) return next_sem_wait()(s);
-    const int saved = errno;
-    if (next_sem_trywait()(s) == 0) return 0;
-    errno = saved;
-    CpuAway away(caller, keep);
-    return next_sem_wait()(s);
+    return take_semaphore(CALLER, s, [s] { return next_sem_wait()(s); });
 }
 
 COEXEC_INTERPOSE int sem_timedwait(sem_t* s, const timespec* at) {
     FORWARDED;
-    const void* caller = CALLER;
-    if (!hosted_program_call(caller)) return next_sem_timedwait()(s, at);
-    const int saved = errno;
-    if (next_sem_trywait()(s) == 0) return 0;
-    errno = saved;
-    CpuAway away(caller, keep);
-    return next_sem_timedwait()(s, at);
+    return take_semaphore(CALLER, s, [s, at] { return next_sem_timedwait()(s, at); });
 }
 
 COEXEC_INTERPOSE int sem_clockwait(sem_t* s, clockid_t clock, const timespec* at) {
     FORWARDED;
-    const void* caller = CALLER;
-    if (!hosted_program_call(caller)) return next_sem_clockwait()(s, clock, at);
-    const int saved = errno;
-    if (next_sem_trywait()(s) == 0) return 0;
-    errno = saved;
-    CpuAway away(caller, keep);
-    return next_sem_clockwait()(s, clock, at);
+    return take_semaphore(CALLER, s, [s, clock, at] { return next_sem_clockwait()(s, clock, at); });
 }
 
 COEXEC_INTERPOSE int pthread_join(pthread_t t, void** result) {
@@ -382,18 +394,21 @@ COEXEC_INTERPOSE int pthread_join(pthread_t t, void** result) {
 
 COEXEC_INTERPOSE int pthread_barrier_wait(pthread_barrier_t* b) {
     FORWARDED;
-    CpuAway away(CALLER, keep);
+    CpuAway away(CALLER, lend);
     return next_pthread_barrier_wait()(b);
 }
 
 // ---- yields and sleeps -------------------------------------------------
 
-// A hosted thread that yields lets the threads of its process that wait
-// for a CPU have it first (nosv_yield requeues it behind them), then yields
-// in the kernel too, where threads coexec does not host may be waiting.
+// A yield is a scheduling point (nosv_schedpoint): the CPU goes to another
+// process whose turn it is, or to work of the thread's own process that has
+// waited for a stint; otherwise the thread keeps it. Then the kernel's yield
+// (the re-hosted libomp's, when it is loaded), where threads coexec does not
+// host may be waiting. A spin that yields (MPI's progress loop) thus costs
+// no hand-off per call, as an unconditional nosv_yield would.
 COEXEC_INTERPOSE int sched_yield() noexcept {
     FORWARDED;
-    if (hosted_program_call(CALLER)) nosv_yield(NOSV_YIELD_NONE);
+    if (hosted_program_call(CALLER)) nosv_schedpoint(NOSV_SCHEDPOINT_NONE);
     return next_sched_yield()();
 }
 

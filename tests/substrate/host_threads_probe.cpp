@@ -94,37 +94,35 @@ bool cond_wait(bool timed) {
         });
 }
 
-// The helper holds the lock until the other process ran.
-bool mutex_lock() {
+// A plain thread holds a lock (`hold`, `release`) until the other process
+// ran, while the main thread waits to take it (`take`, `release`).
+template <typename Hold, typename Take, typename Release>
+bool held_by_helper(Hold hold, Take take, Release release) {
     std::atomic<bool> held{false};
     std::thread helper([&] {
-        pthread_mutex_lock(&g_mutex);
+        hold();
         held = true;
         await_go();
-        pthread_mutex_unlock(&g_mutex);
+        release();
     });
     while (!held)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const bool ok = pthread_mutex_lock(&g_mutex) == 0;
-    if (ok) pthread_mutex_unlock(&g_mutex);
+    const bool ok = take() == 0;
+    if (ok) release();
     helper.join();
     return ok;
 }
 
+bool mutex_lock() {
+    return held_by_helper([] { pthread_mutex_lock(&g_mutex); },
+                          [] { return pthread_mutex_lock(&g_mutex); },
+                          [] { pthread_mutex_unlock(&g_mutex); });
+}
+
 bool rwlock_rdlock() {
-    std::atomic<bool> held{false};
-    std::thread helper([&] {
-        pthread_rwlock_wrlock(&g_rwlock);
-        held = true;
-        await_go();
-        pthread_rwlock_unlock(&g_rwlock);
-    });
-    while (!held)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const bool ok = pthread_rwlock_rdlock(&g_rwlock) == 0;
-    if (ok) pthread_rwlock_unlock(&g_rwlock);
-    helper.join();
-    return ok;
+    return held_by_helper([] { pthread_rwlock_wrlock(&g_rwlock); },
+                          [] { return pthread_rwlock_rdlock(&g_rwlock); },
+                          [] { pthread_rwlock_unlock(&g_rwlock); });
 }
 
 bool semaphore() {

@@ -86,30 +86,25 @@ INSTANTIATE_TEST_SUITE_P(Calls, HostedMainThread,
                                            "select", "epoll_wait", "read", "recv", "accept",
                                            "waitpid"));
 
-// A hosted main thread that spins in user code for a task of its own
-// process, on one CPU, gives way to it once it has held the CPU for a
+// Runs the probe whose hosted main thread spins in user code for a task of
+// its own process, on one CPU, with scheduler.preempt_after_ns = `after`;
+// returns wait_child()'s status after `patience` at most.
+int spin_for_own_task(const std::string& after, std::chrono::milliseconds patience) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=" + after);
+    return test::wait_child(start_probe("spin_for_own_task", -1), patience);
+}
+
+// The main thread gives way to the task once it has held the CPU for a
 // quantum plus scheduler.preempt_after_ns (the safety net, here 20 ms).
 TEST(HostThreads, SpinningMainThreadGivesWayToItsOwnWork) {
-    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=20000000");
-    int go[2];
-    ASSERT_EQ(::pipe(go), 0);
-    const pid_t probe = start_probe("spin_for_own_task", go[0]);
-    EXPECT_EQ(test::wait_child(probe, test::kPatience), 0)
+    EXPECT_EQ(spin_for_own_task("20000000", test::kPatience), 0)
         << "-1: the task never ran, 4: the nOS-V calls failed";
-    ::close(go[0]);
-    ::close(go[1]);
 }
 
 // With the safety net off, nothing takes the CPU from the spinning thread:
 // what the test above checks is the safety net's doing.
 TEST(HostThreads, SpinningMainThreadKeepsTheCpuWithoutTheSafetyNet) {
-    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
-    int go[2];
-    ASSERT_EQ(::pipe(go), 0);
-    const pid_t probe = start_probe("spin_for_own_task", go[0]);
-    EXPECT_EQ(test::wait_child(probe, std::chrono::seconds(2)), -1) << "it did not spin";
-    ::close(go[0]);
-    ::close(go[1]);
+    EXPECT_EQ(spin_for_own_task("0", std::chrono::seconds(2)), -1) << "it did not spin";
 }
 
 // Without COEXEC_HOST_THREADS (or with none), nothing is hosted: the probe
