@@ -8,10 +8,11 @@ Runs coexec-bench-blocking-calls (blocking_calls.cpp) for an uncontended
 mutex lock/unlock and a condition-variable round trip between two threads,
 in three modes, the order rotated from round to round:
   stock    the program alone (no libcoexec);
-  wrapped  libcoexec preloaded, COEXEC_HOST_THREADS=none: every call goes
-           through the wrappers, nobody is hosted;
-  hosted   libcoexec preloaded, COEXEC_HOST_THREADS=main, on a private
-           segment: the main thread holds a CPU and its waits keep it.
+  wrapped  libcoexec and libcoexec-host.so preloaded, as `coexec run` does,
+           with COEXEC_HOST_THREADS=none: every call goes through the
+           wrappers, nobody is hosted;
+  hosted   the same with COEXEC_HOST_THREADS=main, on a private segment: the
+           main thread holds a CPU, and gives it away where it waits.
 Prints each mode's median ns per operation with its min-max, and the
 median's ratio to stock's.
 """
@@ -29,7 +30,9 @@ def run(build, mode, case, iterations):
     env = dict(os.environ)
     env.pop("COEXEC_HOST_THREADS", None)
     if mode != "stock":
-        env["LD_PRELOAD"] = os.path.join(build, "lib", "libcoexec.so")
+        env["LD_PRELOAD"] = ":".join([os.path.join(build, "lib", "libcoexec.so"),
+                                      os.path.join(build, "lib", "coexec", "host",
+                                                   "libcoexec-host.so")])
         env["COEXEC_HOST_THREADS"] = "main" if mode == "hosted" else "none"
         env["NOSV_CONFIG_OVERRIDE"] = f"shared_memory.name=bench-blocking-{os.getpid()}"
     out = subprocess.run([os.path.join(build, "bin", "coexec-bench-blocking-calls"), case,

@@ -278,8 +278,10 @@ struct RwOps {
 // waits in the program's code.
 template <typename Lock, typename Ops>
 int take_lock(const void* caller, Lock lock, const Ops& ops) {
-    if (!coexec_thread_call(caller)) return lock();
+    // The uncontended lock first, before anything else: its cost is the
+    // wrapper's call and one trylock.
     if (int rc = ops.try_lock(); rc != EBUSY) return rc;
+    if (!coexec_thread_call(caller)) return lock();
     return lock_away(
         lock, [&ops] { return ops.try_lock(); }, [&ops] { ops.unlock(); });
 }
@@ -289,7 +291,6 @@ int take_lock(const void* caller, Lock lock, const Ops& ops) {
 // which the wait then overwrites.
 template <typename Wait>
 int take_semaphore(const void* caller, sem_t* s, Wait wait) {
-    if (!hosted_program_call(caller)) return wait();
     const int saved = errno;
     if (next_sem_trywait()(s) == 0) return 0;
     errno = saved;
@@ -303,7 +304,10 @@ int take_semaphore(const void* caller, sem_t* s, Wait wait) {
 using namespace coexec::host;
 
 #define CALLER __builtin_extract_return_addr(__builtin_return_address(0))
-// Every forwarded call says whom it came from (forwarded_call.hpp).
+// A forwarded call that a later interposer may tell apart by its caller
+// (the PoCL adapter's: the condition variables, joins, barriers) says whom
+// it came from (coexec_interposed_caller()). The locks and semaphores,
+// which no adapter wraps, skip it.
 #define FORWARDED const ForwardedCall forwarded(CALLER)
 
 // ---- waits for another thread -----------------------------------------
@@ -333,53 +337,44 @@ COEXEC_INTERPOSE int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* 
 // answers are lock's too (a robust mutex's EOWNERDEAD, with the lock taken).
 // The deadlines of the timed forms are absolute: each retry keeps them.
 COEXEC_INTERPOSE int pthread_mutex_lock(pthread_mutex_t* m) {
-    FORWARDED;
     return take_lock(
         CALLER, [m] { return next_pthread_mutex_lock()(m); }, MutexOps{m});
 }
 
 COEXEC_INTERPOSE int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* at) {
-    FORWARDED;
     return take_lock(
         CALLER, [m, at] { return next_pthread_mutex_timedlock()(m, at); }, MutexOps{m});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
-    FORWARDED;
     return take_lock(
         CALLER, [l] { return next_pthread_rwlock_rdlock()(l); }, RwOps{l, true});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
-    FORWARDED;
     return take_lock(
         CALLER, [l] { return next_pthread_rwlock_wrlock()(l); }, RwOps{l, false});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* at) {
-    FORWARDED;
     return take_lock(
         CALLER, [l, at] { return next_pthread_rwlock_timedrdlock()(l, at); }, RwOps{l, true});
 }
 
 COEXEC_INTERPOSE int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* at) {
-    FORWARDED;
     return take_lock(
         CALLER, [l, at] { return next_pthread_rwlock_timedwrlock()(l, at); }, RwOps{l, false});
 }
 
 COEXEC_INTERPOSE int sem_wait(sem_t* s) {
-    FORWARDED;
     return take_semaphore(CALLER, s, [s] { return next_sem_wait()(s); });
 }
 
 COEXEC_INTERPOSE int sem_timedwait(sem_t* s, const timespec* at) {
-    FORWARDED;
     return take_semaphore(CALLER, s, [s, at] { return next_sem_timedwait()(s, at); });
 }
 
 COEXEC_INTERPOSE int sem_clockwait(sem_t* s, clockid_t clock, const timespec* at) {
-    FORWARDED;
     return take_semaphore(CALLER, s, [s, clock, at] { return next_sem_clockwait()(s, clock, at); });
 }
 
