@@ -11,17 +11,19 @@ namespace coexec::core {
 // The calling thread's caller of the call being forwarded, or null.
 const void*& forwarded_caller();
 
-// Sets forwarded_caller() for the scope of one forwarded call.
+// Sets a caller slot (forwarded_caller(), or libcoexec-host.so's view of
+// it through coexec_host_caller_slot()) for the scope of one forwarded call.
 class ForwardedCall {
   public:
-    explicit ForwardedCall(const void* caller) : saved_(forwarded_caller()) {
-        forwarded_caller() = caller;
+    ForwardedCall(const void*& slot, const void* caller) : slot_(slot), saved_(slot) {
+        slot_ = caller;
     }
-    ~ForwardedCall() { forwarded_caller() = saved_; }
+    ~ForwardedCall() { slot_ = saved_; }
     ForwardedCall(const ForwardedCall&) = delete;
     ForwardedCall& operator=(const ForwardedCall&) = delete;
 
   private:
+    const void*& slot_;
     const void* saved_;
 };
 

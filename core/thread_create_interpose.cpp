@@ -137,7 +137,8 @@ COEXEC_INTERPOSE int pthread_create(pthread_t* thread, const pthread_attr_t* att
                                     void* (*routine)(void*), void* arg) {
     const CreateFn next = next_definition(next_create, "pthread_create");
     if (next == nullptr) return ENOSYS;
-    const ForwardedCall call(__builtin_extract_return_addr(__builtin_return_address(0)));
+    const ForwardedCall call(forwarded_caller(),
+                             __builtin_extract_return_addr(__builtin_return_address(0)));
     cpu_set_t visible;
     if (!pinned_away(visible)) return next(thread, attr, routine, arg);
     if (attr == nullptr) {

@@ -22,6 +22,7 @@
 //     Giving a CPU away at every short wait would cost two hand-offs each.
 // A lock or semaphore is tried first, so an uncontended one costs what it
 // costs without coexec, plus a thread-local check.
+#include "core/forwarded_call.hpp"
 #include "core/host_calls.h"
 #include "core/next_definition.hpp"
 
@@ -63,23 +64,6 @@ bool take_lent_asleep() {
 bool reclaim_cpu_now() {
     return coexec_host_reclaim_cpu() != 0;
 }
-
-// Sets coexec_interposed_caller() for the scope of one forwarded call, so
-// that a later interposer (the PoCL adapter) sees the program's caller.
-class ForwardedCall {
-  public:
-    explicit ForwardedCall(const void* caller) : slot_(coexec_host_caller_slot()) {
-        saved_ = *slot_;
-        *slot_ = caller;
-    }
-    ~ForwardedCall() { *slot_ = saved_; }
-    ForwardedCall(const ForwardedCall&) = delete;
-    ForwardedCall& operator=(const ForwardedCall&) = delete;
-
-  private:
-    const void** slot_;
-    const void* saved_;
-};
 
 // The CPU, away while a blocking call of a hosted program thread waits.
 class CpuAway {
@@ -308,7 +292,7 @@ using namespace coexec::host;
 // (the PoCL adapter's: the condition variables, joins, barriers) says whom
 // it came from (coexec_interposed_caller()). The locks and semaphores,
 // which no adapter wraps, skip it.
-#define FORWARDED const ForwardedCall forwarded(CALLER)
+#define FORWARDED const coexec::core::ForwardedCall forwarded(*coexec_host_caller_slot(), CALLER)
 
 // ---- waits for another thread -----------------------------------------
 
