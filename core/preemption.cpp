@@ -22,6 +22,22 @@ namespace {
 constexpr int kPreemptSignal = SIGURG;
 } // namespace
 
+namespace {
+// Inside fork() (Preemption::fork_begins()). Initial-exec: the handler reads it.
+thread_local bool t_forking __attribute__((tls_model("initial-exec"))) = false;
+} // namespace
+
+void Preemption::fork_begins() {
+    t_forking = true;
+    // The handler runs on this thread: ordered for it, not for others.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+void Preemption::fork_ends() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_forking = false;
+}
+
 int& runtime_depth() {
     // Initial-exec: the handler reads it, and must not allocate TLS lazily.
     static thread_local int depth __attribute__((tls_model("initial-exec"))) = 0;
@@ -60,7 +76,7 @@ void Preemption::on_signal(int) {
     // anyway. Only user code (depth 0) gives way here.
     Runtime* rt = Runtime::get();
     ThreadContext* self = rt ? this_thread_context() : nullptr;
-    if (self && runtime_depth() == 0) {
+    if (self && runtime_depth() == 0 && !t_forking) {
         RuntimeSection section;
         // The monitor found the program thread asleep on its CPU: lend it
         // and return to the sleep (program_threads.hpp).

@@ -51,6 +51,15 @@ class Preemption {
     // call (program_threads.hpp).
     void ask_sleeping_program_thread();
 
+    // Around fork() in the forking thread (Runtime's pthread_atfork
+    // handlers): between them glibc holds every malloc arena's lock and the
+    // stdio list lock, so a thread that gave way there would wait for a CPU
+    // with them held, while the threads of its process that run on its CPUs
+    // block on them in the kernel and never pass a CPU on. The handler
+    // ignores the signal there; the next period asks again.
+    static void fork_begins();
+    static void fork_ends();
+
   private:
     void ask_overdue_program_thread(uint64_t now);
     static void on_signal(int);

@@ -185,7 +185,10 @@ void ReadyQueue::push_unplaced(nosv_task* task) {
 
 void ReadyQueue::push_preempted(nosv_task* task, int cpu) {
     task->preempted_cpu = cpu;
-    count({Placement::Kind::Cpu, cpu, true}, +1); // strict: only `cpu` runs it
+    // Counted as demand for any CPU (ready_any), as count() counts preferred
+    // work; preferred_count_, which only the queue lock's holder may touch,
+    // follows in drain_intake().
+    demand_.add({Placement::Kind::Cpu, cpu, false}, +1);
     link(preempted_, task);
 }
 
@@ -215,7 +218,8 @@ void ReadyQueue::drain_intake() {
     // Already counted, both.
     for (nosv_task* t = take_oldest_first(preempted_); t;) {
         nosv_task* next = std::exchange(t->intake_next, nullptr);
-        place(t, {Placement::Kind::Cpu, t->preempted_cpu, true}, true);
+        place(t, {Placement::Kind::Cpu, t->preempted_cpu, false}, true);
+        ++preferred_count_; // its demand was counted by push_preempted()
         t = next;
     }
     for (nosv_task* t = take_oldest_first(intake_); t;) {

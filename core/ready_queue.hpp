@@ -31,8 +31,11 @@ class ReadyQueue {
     void push_unplaced(nosv_task* task);
     // Thread-safe, lock-free and allocation-free (a signal handler calls
     // it): queues the running task of a thread preempted on logical CPU
-    // `cpu`, strictly for that CPU and ahead of its peers, so the task never
-    // sees another task of its process take its place.
+    // `cpu`, preferring that CPU (ahead of the work that prefers it too)
+    // but not bound to it.
+    // Not strict: the preempted thread may hold a lock (a malloc arena's,
+    // the program's) that the threads now running on `cpu` block on in the
+    // kernel, holding the CPU; only another CPU can then run it again.
     void push_preempted(nosv_task* task, int cpu);
     // The best task that may run on logical CPU `cpu` (on NUMA `numa`), or
     // null. Strict and preferred matches come first at equal priority; a

@@ -643,6 +643,36 @@ def group_pids(pgid):
     return out
 
 
+def dump_stacks(env, pgids, mode, scenario_env, log):
+    """Writes what a run that passed its deadline was doing to the log, before it is
+    killed: `coexec ps` (coexec mode), then every thread's stack of every process of the
+    jobs' groups, by gdb where it is installed. A run that hangs is a liveness bug; this
+    is what finding its cause starts from."""
+    log.write(f"--- the run passed its deadline ({mode}): what it was doing ---\n")
+    if mode == "coexec":
+        ps = subprocess.run([env.coexec, "ps", "--json"], env={**os.environ, **scenario_env},
+                            capture_output=True, text=True, timeout=30)
+        log.write(ps.stdout + ps.stderr)
+    gdb = shutil.which("gdb")
+    for g in pgids:
+        for pid in group_pids(g):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            log.write(f"--- pid {pid}: {cmd}\n")
+            if gdb:
+                try:
+                    bt = subprocess.run([gdb, "-nx", "-batch", "-p", str(pid),
+                                         "-ex", "thread apply all bt"],
+                                        capture_output=True, text=True, timeout=60)
+                    log.write(bt.stdout)
+                except subprocess.TimeoutExpired:
+                    log.write("(gdb timed out)\n")
+    log.flush()
+
+
 def end_groups(pgids, grace=KILL_GRACE_S):
     """Stops the jobs' process groups: SIGTERM first, so that mpirun ends its ranks and
     removes their shared-memory segments (/dev/shm/vader_segment.*, which a SIGKILLed
@@ -763,12 +793,14 @@ def run_jobs(env, jobs, mode, timeout, scenario_env, log, trace_path=None):
     # A watchdog stops what is still running at the deadline.
     killed, killed_pids = [], set()
 
-    def kill_all():
+    def kill_all(deadline=False):
         running = [p for p in procs if p.returncode is None]
+        if deadline and running:
+            dump_stacks(env, [p.pid for p in running], mode, scenario_env, log)
         killed.extend(running)
         killed_pids.update(end_groups([p.pid for p in running]))
 
-    watchdog = threading.Timer(max(0.1, timeout), kill_all)
+    watchdog = threading.Timer(max(0.1, timeout), kill_all, kwargs={"deadline": True})
     status = "ok"
     try:
         with env.stops.held():

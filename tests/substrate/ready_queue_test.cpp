@@ -85,6 +85,25 @@ TEST_F(QueueTest, PreferredWorkIsStolenByAnIdleCpu) {
     EXPECT_EQ(q.pop(0, 0), &tasks[0]);
 }
 
+// A preempted task goes ahead of the work that prefers its CPU, but another
+// CPU may run it: its thread may hold a lock that whoever runs on its old
+// CPU next blocks on, holding that CPU (a joblib pool deadlocked so).
+TEST_F(QueueTest, APreemptedTaskPrefersItsCpuAndMayRunOnAnother) {
+    q.push(t(0), {Placement::Kind::Cpu, 0, true}, false);
+    q.push_preempted(t(1), 0);
+    EXPECT_EQ(slot->ready_any.load(), 1); // demand for any CPU
+    EXPECT_EQ(slot->ready_cpu[0].load(), 1);
+    EXPECT_EQ(q.pop(1, 0), &tasks[1]); // CPU 1 has nothing of its own
+    EXPECT_EQ(q.pop(1, 0), nullptr);   // the strict task stays on CPU 0
+    EXPECT_EQ(q.pop(0, 0), &tasks[0]);
+    q.push(t(2), {Placement::Kind::Cpu, 0, false}, false);
+    q.push_preempted(t(3), 0);
+    EXPECT_EQ(q.pop(0, 0), &tasks[3]); // ahead of its CPU's preferred work
+    EXPECT_EQ(q.pop(0, 0), &tasks[2]);
+    EXPECT_EQ(slot->ready_total.load(), 0);
+    EXPECT_EQ(slot->ready_any.load(), 0);
+}
+
 TEST_F(QueueTest, LocalWorkBeatsStealingAndPriorityAcrossQueues) {
     q.push(t(0), {Placement::Kind::Cpu, 1, false}, false);
     q.push(t(1, 1), {Placement::Kind::Cpu, 0, true}, false);
