@@ -99,9 +99,14 @@ int Runtime::init(InitOwner owner, bool quiet) {
             [] {
                 settle_before_fork();
                 AffinityRegistry::instance().before_fork();
+                Preemption::fork_begins();
             },
-            [] { AffinityRegistry::instance().after_fork_parent(); },
             [] {
+                Preemption::fork_ends();
+                AffinityRegistry::instance().after_fork_parent();
+            },
+            [] {
+                Preemption::fork_ends();
                 ThreadContext* self = this_thread_context();
                 AffinityRegistry::instance().after_fork_child(self ? &self->affinity : nullptr);
                 instance_.store(nullptr, std::memory_order_relaxed);
