@@ -128,7 +128,7 @@ void CpuBinding::lend_held(ThreadContext& self, int32_t c) {
     WakeList wakes;
     int32_t taker;
     {
-        auto lock = sched_.lock(wakes);
+        scheduler::SchedulerLock lock(sched_, wakes);
         taker = sched_.lend(c, wakes);
     }
     wakes.flush(sched_.segment());
@@ -152,7 +152,7 @@ bool CpuBinding::reclaim_lent(ThreadContext& self) {
     WakeList wakes;
     bool back;
     {
-        auto lock = sched_.lock(wakes);
+        scheduler::SchedulerLock lock(sched_, wakes);
         back = sched_.reclaim_lent(c, self.slot);
     }
     wakes.flush(sched_.segment());
@@ -174,7 +174,7 @@ void CpuBinding::take_long_kept(uint64_t now) {
         if (now - seen.since_ns < kKeptGraceNs) continue;
         WakeList wakes;
         {
-            auto lock = sched_.lock(wakes);
+            scheduler::SchedulerLock lock(sched_, wakes);
             sched_.take_kept(c, t, word, wakes);
         }
         wakes.flush(sched_.segment());

@@ -63,7 +63,7 @@ bool IdlePolicy::sleep_holding(ThreadContext& self) {
     WakeList wakes;
     bool still_ours;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         still_ours =
             cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) != CpuState::Running;
         // Work queued while we spun is offered now.
@@ -80,7 +80,7 @@ bool IdlePolicy::offer_own_cpu(ThreadContext& self) {
     WakeList wakes;
     bool placed = true; // granted or evicted meanwhile: the caller's loop sees which
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         if (cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) == CpuState::Idle)
             placed = sched.offer(self.cpu, wakes) != kNone; // to us, or to another process
     }

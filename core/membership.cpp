@@ -54,7 +54,9 @@ int Membership::join(const Config& config, std::string& why) {
     options.name = config.shm_name;
     options.isolation = config.isolation;
     // Empty tables and no CPUs: the first member formats the CPU table.
-    options.initialize = [&](Segment& s) { scheduler::SharedScheduler(s).format({}, settings); };
+    options.initialize = [&](Segment& s) {
+        scheduler::SharedScheduler(s).format_unpublished({}, settings);
+    };
     SegmentError error;
     mapping_ = SegmentMapping::open(options, error);
     if (!mapping_) {
@@ -79,7 +81,7 @@ int Membership::join(const Config& config, std::string& why) {
         dead = sched.find_dead(now_ns(), 0);
     WakeList wakes;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         // A segment found at attach may hold anything: it is checked whole
         // before this process trusts a single index in it, by one joining
         // member per interval (a burst of joins checks it once, not once
@@ -112,7 +114,7 @@ int Membership::join(const Config& config, std::string& why) {
         // outside the lock, and try once more.
         dead = sched.find_dead(now_ns(), 0);
         {
-            auto lock = sched.lock(wakes);
+            scheduler::SchedulerLock lock(sched, wakes);
             if (sched.reap(dead, wakes)) proc_ = sched.register_process(pid, start, process_name());
         }
         wakes.flush(segment());
@@ -145,7 +147,7 @@ int Membership::join(const Config& config, std::string& why) {
 void Membership::leave() {
     WakeList wakes;
     {
-        auto lock = sched_->lock(wakes);
+        scheduler::SchedulerLock lock(*sched_, wakes);
         sched_->unregister_process(proc_, wakes);
     }
     wakes.flush(segment());

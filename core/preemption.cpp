@@ -114,7 +114,7 @@ void Preemption::give_way(ThreadContext& self) {
     WakeList wakes;
     bool gave = false;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         // Queued under the lock that granted the CPU away: whoever leaves it
         // next decides with this demand in view.
         if (sched.give_way(c, rt_.proc(), self.slot, wakes)) {

@@ -235,7 +235,7 @@ void Runtime::monitor_main() {
         if (dead.empty() && (!want_cpu || all_held())) continue;
         WakeList wakes;
         {
-            auto lock = sched().lock(wakes);
+            scheduler::SchedulerLock lock(sched(), wakes);
             sched().reap(dead, wakes);
             sched().distribute_free(wakes);
             if (want_cpu) sched().claim_unheld_cpu(proc(), {}, wakes);
@@ -252,7 +252,7 @@ void Runtime::stop() {
     // Nobody may grant our pool threads a CPU any more.
     WakeList wakes;
     {
-        auto lock = sched().lock(wakes);
+        scheduler::SchedulerLock lock(sched(), wakes);
         sched().close_pool(proc());
     }
     wakes.flush(*segment());

@@ -142,7 +142,7 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
     if (s.header.unheld_cpus.load(std::memory_order_seq_cst) == 0) return false;
     WakeList wakes;
     {
-        auto lock = sched().lock(wakes);
+        scheduler::SchedulerLock lock(sched(), wakes);
         if (sched().grant_unheld_cpu(task->thread->slot, where, wakes) == kNone) {
             // Queued under the segment lock: a CPU going idle (which takes
             // that lock) sees this work.
@@ -166,7 +166,7 @@ void Runtime::kick(const Placement& where) {
     if (s.header.wakeable_cpus.load(std::memory_order_seq_cst) == 0) return;
     WakeList wakes;
     {
-        auto lock = sched().lock(wakes);
+        scheduler::SchedulerLock lock(sched(), wakes);
         sched().claim_unheld_cpu(proc(), where, wakes);
     }
     wakes.flush(s);
@@ -233,7 +233,7 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wa
     if (sched().foreign_work(proc(), c)) {
         SharedScheduler::Next decision;
         {
-            auto lock = sched().lock(wakes);
+            scheduler::SchedulerLock lock(sched(), wakes);
             decision = sched().decide(c, proc(), why == Leaving::Yield, wakes);
         }
         if (decision == SharedScheduler::Next::Other) {
@@ -274,7 +274,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     ThreadContext* worker = nullptr;
     for (;;) {
         {
-            auto lock = sched().lock(wakes);
+            scheduler::SchedulerLock lock(sched(), wakes);
             if (int32_t w = sched().take_pool_thread(proc()); w != kNone)
                 worker = workers_.worker_at(w);
         }
@@ -299,7 +299,7 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& w
     assert(holds(self, c));
     int32_t taker;
     {
-        auto lock = sched().lock(wakes);
+        scheduler::SchedulerLock lock(sched(), wakes);
         taker =
             can_run ? sched().hold_idle(c, /*sleeping=*/false, wakes) : sched().release(c, wakes);
     }

@@ -238,7 +238,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     affinity_.add_current(ctx->affinity, process_mask_);
     WakeList wakes;
     {
-        auto lock = sched().lock(wakes);
+        scheduler::SchedulerLock lock(sched(), wakes);
         ctx->slot = sched().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
                                          ThreadState::Waiting, keeps_affinity);
     }
@@ -272,7 +272,7 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     {
         // Also a CPU the thread still keeps or lends (detached between
         // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
-        auto lock = sched().lock(wakes);
+        scheduler::SchedulerLock lock(sched(), wakes);
         sched().release_thread(self.slot, wakes);
     }
     wakes.flush(*segment());

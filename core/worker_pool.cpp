@@ -25,7 +25,7 @@ bool WorkerPool::spawn(bool warn) {
     auto& sched = rt_.sched();
     WakeList wakes;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         raw->slot = sched.alloc_thread(rt_.proc(), 0, "worker", ThreadState::Blocked);
         if (raw->slot != kNone) {
             by_slot_[size_t(raw->slot)] = raw;
@@ -64,7 +64,7 @@ void WorkerPool::return_to_pool(ThreadContext& self) {
     auto& sched = rt_.sched();
     WakeList wakes;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         if (!rt_.stopping_.load(rlx)) sched.pool_push(self.slot);
     }
     wakes.flush(sched.segment());
@@ -75,7 +75,7 @@ void WorkerPool::finish(ThreadContext& self) {
     auto& sched = rt_.sched();
     WakeList wakes;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         // Also a CPU this worker still holds idle: it stopped without
         // leaving it (IdlePolicy::hold() saw the runtime stop).
         sched.release_thread(self.slot, wakes);

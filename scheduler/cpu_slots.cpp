@@ -265,7 +265,7 @@ bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
     // paper: wait for it, so that the caller never queues a thread that
     // still holds a CPU (the taker may be slow, or stopped by a signal).
     WakeList wakes;
-    { auto lock = this->lock(wakes); }
+    { SchedulerLock lock(*this, wakes); }
     wakes.flush(s_);
     serial.store(inside.bits(), rlx); // the taker is done with it
     return false;

@@ -1,12 +1,20 @@
 #include "scheduler_lock.hpp"
 
 #include "scheduler/invariants.hpp"
+#include "scheduler/shared_scheduler.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 
 namespace coexec::scheduler {
+
+// The lock is taken inside RobustLock, which the analysis does not see
+// into; repair() runs under it, so its call is left out of the analysis.
+SchedulerLock::SchedulerLock(SharedScheduler& sched, WakeList& wakes, Check check)
+    : lock_(sched.segment().header.lock,
+            [&]() COEXEC_NO_THREAD_SAFETY_ANALYSIS { sched.repair(wakes); }),
+      segment_(sched.segment()), check_(check) {}
 
 SchedulerLock::~SchedulerLock() {
 #ifndef NDEBUG

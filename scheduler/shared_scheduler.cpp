@@ -29,11 +29,6 @@ void copy_text(char (&field)[N], std::string_view text) {
 }
 } // namespace
 
-SchedulerLock SharedScheduler::lock(WakeList& wakes, SchedulerLock::Check check) {
-    return SchedulerLock(
-        s_, [&] { repair(wakes); }, check);
-}
-
 void SharedScheduler::format(const Discovery& found, const SegmentConfig& config) {
     Header& h = s_.header;
     const std::vector<CpuInfo>& cpus = found.cpus;

@@ -2,8 +2,10 @@
 // state: CPU slots, thread slots, process slots, pools, free lists, counters
 // and trace rings (a process's ready counters are written through Demand).
 //
-// Methods marked "locked" must run while the caller holds the segment lock
-// (see lock()); the others are lock-free, and say who may call them. Where
+// Methods marked "Locked" must run while the caller holds the segment lock
+// (a SchedulerLock on this scheduler); they are declared
+// COEXEC_REQUIRES(this), so Clang rejects a call made without it. The others
+// are lock-free, and say who may call them. Where
 // each field changes (shm/layout.hpp has the fields):
 //   shared_scheduler.cpp  format(): the CPU table, the settings and every
 //                         slot's first values; process slots (registration,
@@ -58,7 +60,10 @@ const char* label_class_name(shm::LabelClass c);
 // CPU time by shm::LabelClass, in nanoseconds.
 using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
 
-class SharedScheduler {
+// The scheduler is also the segment lock's capability (shm/thread_safety.hpp):
+// the methods marked COEXEC_REQUIRES(this) may be called only under a
+// SchedulerLock on the same scheduler, and Clang rejects a call made without.
+class COEXEC_CAPABILITY("segment lock") SharedScheduler {
   public:
     explicit SharedScheduler(shm::Segment& segment) : s_(segment) {}
 
@@ -82,23 +87,24 @@ class SharedScheduler {
     int cpu_count() const { return s_.header.cpu_count; }
     uint64_t quantum_ns() const { return s_.header.config.quantum_ns; }
 
-    // Takes the segment lock; repairs the segment first when the previous
-    // holder died. Wakes queued in `wakes` are the caller's to flush after.
-    // Debug builds check every invariant when the lock is released, unless
-    // `check` says no (a reader that reports violations itself).
-    SchedulerLock lock(WakeList& wakes, SchedulerLock::Check check = SchedulerLock::Check::Yes);
-
-    // Locked, or on a segment nobody else uses yet. Lays out the CPU table
-    // for `found.cpus` (and records where they came from), the settings, the
-    // free list and empty process slots. For a new segment, and for one
-    // whose processes are all gone.
-    void format(const Discovery& found, const shm::SegmentConfig& config);
+    // Locked. Lays out the CPU table for `found.cpus` (and records where
+    // they came from), the settings, the free list and empty process slots.
+    // For a segment whose processes are all gone.
+    void format(const Discovery& found, const shm::SegmentConfig& config) COEXEC_REQUIRES(this);
+    // format() for a segment being created (shm::SegmentOptions::initialize):
+    // it is not published yet, so no other process can use it or take its
+    // lock, and the analysis is told so.
+    void format_unpublished(const Discovery& found,
+                            const shm::SegmentConfig& config) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
+        format(found, config);
+    }
 
     // ---- processes (locked) ------------------------------------------
     // A free process slot for `pid`, or kNone when all are taken.
-    int32_t register_process(pid_t pid, uint64_t start_time, const std::string& name);
+    int32_t register_process(pid_t pid, uint64_t start_time, const std::string& name)
+        COEXEC_REQUIRES(this);
     // Frees the slot, its threads and its CPUs (which go to others' work).
-    void unregister_process(int32_t proc, WakeList& wakes);
+    void unregister_process(int32_t proc, WakeList& wakes) COEXEC_REQUIRES(this);
     // A member found dead by a /proc look-up, named as it was then.
     struct DeadMember {
         int32_t proc;
@@ -117,7 +123,7 @@ class SharedScheduler {
     // Locked. Frees each member of `dead` whose slot still names the same
     // process (pid and start time), and recorders that died; true if any
     // member was freed. Makes no /proc look-up: its cost follows the dead.
-    bool reap(const DeadMembers& dead, WakeList& wakes);
+    bool reap(const DeadMembers& dead, WakeList& wakes) COEXEC_REQUIRES(this);
     // Lock-free. Elects one caller per `interval_ns`, system-wide, to sweep
     // for dead members (find_dead(), then reap()): true when no sweep
     // started in the last `interval_ns` and this caller moved the mark
@@ -155,7 +161,7 @@ class SharedScheduler {
     bool receive_claimed(int32_t t) const;
     // Locked. The thread of `proc` that may take CPU `c` directly, claimed
     // for the caller to grant(); kNone when there is none.
-    int32_t claim_receiver(int32_t c, int32_t proc);
+    int32_t claim_receiver(int32_t c, int32_t proc) COEXEC_REQUIRES(this);
 
     // Lock-free, by the process itself (its monitor, once a period): it runs.
     void beat(int32_t proc, uint64_t now);
@@ -172,9 +178,9 @@ class SharedScheduler {
     bool oldest_member_alive() const;
     // Locked. Whether the CPU table was laid out (format()); a fresh
     // segment has none until its first member discovers the topology.
-    bool formatted() const { return s_.header.cpu_count > 0; }
+    bool formatted() const COEXEC_REQUIRES(this) { return s_.header.cpu_count > 0; }
     // True when no registered process is alive (after reap()).
-    bool empty() const { return s_.header.alive_count == 0; }
+    bool empty() const COEXEC_REQUIRES(this) { return s_.header.alive_count == 0; }
     // Lock-free, by the process itself: whether its threads give way to the
     // preemption signal.
     void set_preemptible(int32_t proc, bool on);
@@ -188,21 +194,21 @@ class SharedScheduler {
     // ---- threads and pools (locked unless said) ----------------------
     // A new thread slot of `proc`, or kNone when all are taken.
     int32_t alloc_thread(int32_t proc, pid_t tid, const char* label, shm::ThreadState state,
-                         bool keeps_affinity = false);
+                         bool keeps_affinity = false) COEXEC_REQUIRES(this);
     // Frees `thread`'s slot. Every CPU it still holds (running, idle, lent
     // or kept) is released first and offered to waiting work, and the
     // thread leaves its process's pool: no CPU, pool or list ever refers to
     // a freed slot, which may be reused by another process at once.
-    void release_thread(int32_t thread, WakeList& wakes);
+    void release_thread(int32_t thread, WakeList& wakes) COEXEC_REQUIRES(this);
     // Parks `thread`, which holds no CPU, in its process's pool: other
     // processes may grant it a CPU from now on.
-    void pool_push(int32_t thread);
+    void pool_push(int32_t thread) COEXEC_REQUIRES(this);
     // Takes a thread out of `proc`'s pool (it is Waiting now, for a CPU the
     // caller gives it), or kNone when the pool is empty.
-    int32_t take_pool_thread(int32_t proc);
+    int32_t take_pool_thread(int32_t proc) COEXEC_REQUIRES(this);
     // Empties `proc`'s pool for good (the process stops): nobody may grant
     // its threads a CPU any more.
-    void close_pool(int32_t proc);
+    void close_pool(int32_t proc) COEXEC_REQUIRES(this);
     // Lock-free, by the thread itself before anyone can grant it a CPU, or
     // once it runs: its kernel tid and what it shows (`coexec top`). A
     // reader may see a torn label for one refresh. While recording, a new
@@ -275,12 +281,12 @@ class SharedScheduler {
     // of the holder's share turn (kShareTurnQuanta quanta) instead.
     // `self_ready`: the holder itself has work that is not queued yet (a
     // yielding task).
-    Next decide(int32_t cpu, int32_t self, bool self_ready, WakeList& wakes);
+    Next decide(int32_t cpu, int32_t self, bool self_ready, WakeList& wakes) COEXEC_REQUIRES(this);
     // Locked. The holder `thread` of `cpu`, of process `self`, is preempted:
     // the next other process in round-robin order with work for `cpu` and a
     // pool thread gets it (as decide() would choose), and `thread` waits
     // for a CPU. False (and nothing changes) if none can take it.
-    bool give_way(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes);
+    bool give_way(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes) COEXEC_REQUIRES(this);
     // Lock-free, for the preemption safety net. The thread slot to signal
     // when another process holds `cpu` past the turn decide() would give it
     // (a quantum, or a share turn if `waiter` runs on as many CPUs) plus
@@ -292,7 +298,8 @@ class SharedScheduler {
     // of `self` that waits for `cpu`, or a pool thread for its ready work,
     // gets it, and `thread` waits for a CPU. False (and nothing changes)
     // if none can take it.
-    bool give_way_within(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes);
+    bool give_way_within(int32_t cpu, int32_t self, int32_t thread, WakeList& wakes)
+        COEXEC_REQUIRES(this);
     // Lock-free, for the preemption safety net within a process: whether
     // `thread` of `proc` has held `cpu` for a quantum plus
     // SegmentConfig::preempt_after_ns while `proc` has other work for it.
@@ -303,20 +310,22 @@ class SharedScheduler {
     // pool threads (evicting another process's idle holder, or a lender: a
     // Lent CPU is the last choice). Returns the CPU, or kNone if none is
     // unheld or `proc` has no pool thread for it.
-    int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes);
+    int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes)
+        COEXEC_REQUIRES(this);
     // Locked. Gives `thread` (of a task that lives on its own thread) an
     // unheld CPU allowed by `where`: the one it is bound to if unheld and
     // not Lent, else Free first, then one held idle by its process, then
     // any idle, then a Lent one. An idle holder goes back to its pool, a
     // lender is evicted. Returns the CPU, or kNone if none is unheld.
-    int32_t grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes);
+    int32_t grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes)
+        COEXEC_REQUIRES(this);
     // Locked. `cpu` is unheld (Free, held idle, or Lent): gives it,
     // round-robin, to a process with work for it: to that process's idle
     // holder of it, or to one of its pool threads (evicting any other holder
     // or the lender). Returns the thread granted, or kNone.
-    int32_t offer(int32_t cpu, WakeList& wakes);
+    int32_t offer(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(this);
     // Locked. Offers every Free CPU.
-    void distribute_free(WakeList& wakes);
+    void distribute_free(WakeList& wakes) COEXEC_REQUIRES(this);
 
     // ---- a holder leaving its CPU (cpu_slots.cpp) --------------------
     // Lock-free, only by the holder of a Running CPU: hands it to another
@@ -326,22 +335,23 @@ class SharedScheduler {
     // Locked. The holder keeps `cpu` but has no work: Idle while it spins
     // (and looks for work itself), Sleeping once it sleeps. Then, as
     // offer(), work queued meanwhile gets it (possibly the holder itself).
-    int32_t hold_idle(int32_t cpu, bool sleeping, WakeList& wakes);
+    int32_t hold_idle(int32_t cpu, bool sleeping, WakeList& wakes) COEXEC_REQUIRES(this);
     // Locked. The holder of Running `cpu` leaves coexec's view but keeps
     // running on it until someone claims it (which evicts it); work queued
     // meanwhile gets it at once, as offer().
-    int32_t lend(int32_t cpu, WakeList& wakes);
+    int32_t lend(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(this);
     // Locked. Nobody holds `cpu` any more; work queued meanwhile gets it, as
     // offer().
-    int32_t release(int32_t cpu, WakeList& wakes);
+    int32_t release(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(this);
     // Locked. `thread` takes back the CPU it lent: false if it was claimed.
-    bool reclaim_lent(int32_t cpu, int32_t thread);
+    bool reclaim_lent(int32_t cpu, int32_t thread) COEXEC_REQUIRES(this);
     // Lock-free. The holder of `cpu` when it keeps the CPU while outside
     // coexec (coexec_keep_cpu), with its word in `word`; else kNone.
     int32_t keeping_holder(int32_t cpu, KeepWord& word) const;
     // Locked. Frees `cpu` if `thread` still keeps it in the period `word`
     // names; the thread learns it at end_keep().
-    bool take_kept(int32_t cpu, int32_t thread, KeepWord word, WakeList& wakes);
+    bool take_kept(int32_t cpu, int32_t thread, KeepWord word, WakeList& wakes)
+        COEXEC_REQUIRES(this);
     // Lock-free: whether `thread` is the Running holder of `cpu`.
     bool holds(int32_t thread, int32_t cpu) const;
     // Lock-free, for assertions. Whether `thread` is the Running holder of
@@ -364,12 +374,13 @@ class SharedScheduler {
     // hand-offs may lag by one change). False when kMaxRecorders already
     // record. A recorder that dies without remove_recorder() is removed by
     // reap().
-    bool add_recorder(pid_t pid);
-    void remove_recorder(pid_t pid);
+    bool add_recorder(pid_t pid) COEXEC_REQUIRES(this);
+    void remove_recorder(pid_t pid) COEXEC_REQUIRES(this);
     // Lock-free: whether a recorder is on.
     bool recording() const;
 
   private:
+    friend class SchedulerLock; // repair() runs under the lock it takes
     // trace_events.cpp
     // Appends an ownership change of `cpu` that names `thread` (kNone for
     // none) at `now` (0: read the clock) to the CPU's ring, when a recorder
@@ -396,21 +407,21 @@ class SharedScheduler {
                       uint64_t detail);
     void append_process_trace(shm::TraceKind kind, int32_t proc, uint64_t now, uint64_t detail);
     // Frees the recorder slots of recorders that died (reap()).
-    void reap_recorders();
+    void reap_recorders() COEXEC_REQUIRES(this);
     // Sets Header::trace_recorders from the recorder slots.
-    void count_recorders();
+    void count_recorders() COEXEC_REQUIRES(this);
     // Unregisters `proc`, which left (Leave) or died (Reap).
-    void unregister(int32_t proc, WakeList& wakes, shm::TraceKind why);
+    void unregister(int32_t proc, WakeList& wakes, shm::TraceKind why) COEXEC_REQUIRES(this);
 
     // shared_scheduler.cpp
-    void repair(WakeList& wakes);
-    void release_cpus_of(int32_t proc);
-    void free_threads_of(int32_t proc);
+    void repair(WakeList& wakes) COEXEC_REQUIRES(this);
+    void release_cpus_of(int32_t proc) COEXEC_REQUIRES(this);
+    void free_threads_of(int32_t proc) COEXEC_REQUIRES(this);
     // Puts the slot on the free list; nothing may refer to it any more.
-    void free_slot(int32_t thread);
+    void free_slot(int32_t thread) COEXEC_REQUIRES(this);
     // Takes `thread` out of its process's pool stack, if it is there.
-    void pool_remove(int32_t thread);
-    int32_t pool_pop(int32_t proc);
+    void pool_remove(int32_t thread) COEXEC_REQUIRES(this);
+    int32_t pool_pop(int32_t proc) COEXEC_REQUIRES(this);
     // Lock-free, and reads /proc: appends `p` to `dead` if it died. A member
     // whose beat (or vouching) is younger than `stale_ns` at `now` is not
     // looked up (0: always); of several callers in one stale period, one
@@ -428,12 +439,12 @@ class SharedScheduler {
 
     // cpu_slots.cpp
     // Hands `cpu` to `thread`, whatever it held before.
-    void grant(int32_t cpu, int32_t thread, WakeList& wakes);
+    void grant(int32_t cpu, int32_t thread, WakeList& wakes) COEXEC_REQUIRES(this);
     // Tells `thread`, bound to `cpu`, that it holds it: the last step of
     // grant() and handoff_within_process().
     void publish_grant(int32_t cpu, int32_t thread, WakeList& wakes);
     // `proc`'s turn on `cpu` starts now, unless it is its turn already.
-    void start_turn(int32_t cpu, int32_t proc, uint64_t now);
+    void start_turn(int32_t cpu, int32_t proc, uint64_t now) COEXEC_REQUIRES(this);
     // The only writer of a CPU's state after formatting: keeps unheld_cpus
     // and wakeable_cpus in step with it, and the owner's running_cpus.
     void set_state(int32_t cpu, shm::CpuState next);
@@ -441,18 +452,18 @@ class SharedScheduler {
     // holds it Running now (owner_proc), if that changed.
     void recount_running(int32_t cpu);
     // Repair: counts every process's Running CPUs again from the CPU slots.
-    void recount_all_running();
+    void recount_all_running() COEXEC_REQUIRES(this);
     // The holder of `cpu` keeps it without running coexec work: `next` is
     // Idle, Sleeping or Lent.
-    void hold_without_work(int32_t cpu, shm::CpuState next);
-    void set_free(int32_t cpu);
-    void evict_holder(int32_t cpu);
+    void hold_without_work(int32_t cpu, shm::CpuState next) COEXEC_REQUIRES(this);
+    void set_free(int32_t cpu) COEXEC_REQUIRES(this);
+    void evict_holder(int32_t cpu) COEXEC_REQUIRES(this);
     // Repair: finishes or undoes the CPU slot writes a dead lock holder
     // left half done (grant, set_free, evict_holder and take_kept each
     // write a CPU slot in several stores).
-    void repair_cpu_slots(WakeList& wakes);
+    void repair_cpu_slots(WakeList& wakes) COEXEC_REQUIRES(this);
     // Repair: whether `cpu`'s named holder may hold it.
-    bool holder_is_sound(int32_t cpu) const;
+    bool holder_is_sound(int32_t cpu) const COEXEC_REQUIRES(this);
     // Lets `thread` run on every managed CPU (an evicted lender).
     void unbind_thread(int32_t thread);
     // Adds the CPU's open stint, if any, to its process's CPU time, under
@@ -462,7 +473,7 @@ class SharedScheduler {
     shm::LabelClass holder_class(const shm::CpuSlot& cpu) const;
     // After the holder made `cpu` unheld: offers it to work queued
     // meanwhile (the Dekker pair of a submitter's kick).
-    int32_t offer_released(int32_t cpu, WakeList& wakes);
+    int32_t offer_released(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(this);
 
     // policy.cpp
     bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
@@ -477,11 +488,12 @@ class SharedScheduler {
     // CPUs: kShareTurnQuanta quanta from the start of its turn.
     uint64_t share_turn_ns() const;
     Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, bool self_ready, uint64_t now,
-                   WakeList& wakes);
-    int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes);
+                   WakeList& wakes) COEXEC_REQUIRES(this);
+    int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes) COEXEC_REQUIRES(this);
     // An unheld CPU allowed by `where` for a thread of `proc`; see
     // grant_unheld_cpu() for the order.
-    int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const;
+    int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const
+        COEXEC_REQUIRES(this);
 
     shm::Segment& s_;
 };

@@ -34,7 +34,7 @@ Look look(scheduler::SharedScheduler& sched) {
     Look result;
     {
         // A dead holder's half-done change is repaired before we look.
-        auto guard = sched.lock(wakes, scheduler::SchedulerLock::Check::No);
+        scheduler::SchedulerLock guard(sched, wakes, scheduler::SchedulerLock::Check::No);
         result.violations = scheduler::check_invariants(s);
         result.cpus = s.header.cpu_count;
         result.processes = s.header.alive_count;

@@ -49,7 +49,7 @@ int reset_when_unused(const Target& target, shm::SegmentMapping& mapping) {
     int status = 0;
     const auto dead = sched.find_dead(shm::now_ns(), 0); // /proc reads, before the lock
     {
-        auto guard = sched.lock(wakes, scheduler::SchedulerLock::Check::No);
+        scheduler::SchedulerLock guard(sched, wakes, scheduler::SchedulerLock::Check::No);
         sched.reap(dead, wakes);
         unused = sched.empty();
         if (unused)

@@ -79,7 +79,7 @@ shm::SegmentMapping open_or_create(const Target& target, shm::SegmentError& erro
     // As a joining process does: no CPU table yet; the first member lays
     // it out with its own settings (Membership::join()).
     options.initialize = [](shm::Segment& s) {
-        scheduler::SharedScheduler(s).format({}, shm::SegmentConfig{});
+        scheduler::SharedScheduler(s).format_unpublished({}, shm::SegmentConfig{});
     };
     return open_checked(options, target, error);
 }

@@ -65,7 +65,7 @@ TraceRecorder::TraceRecorder(Segment& segment, std::string shm_name)
     {
         // Under the lock: no locked change falls between the state noted
         // here and the rings' positions (see add_recorder()).
-        auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
+        scheduler::SchedulerLock lock(sched_, wakes, scheduler::SchedulerLock::Check::No);
         on_ = sched_.add_recorder(::getpid());
         if (!on_)
             throw std::runtime_error("already " + std::to_string(kMaxRecorders) +
@@ -117,7 +117,7 @@ TraceRecorder::~TraceRecorder() {
 void TraceRecorder::switch_off() {
     scheduler::WakeList wakes;
     {
-        auto lock = sched_.lock(wakes, scheduler::SchedulerLock::Check::No);
+        scheduler::SchedulerLock lock(sched_, wakes, scheduler::SchedulerLock::Check::No);
         sched_.remove_recorder(::getpid());
     }
     wakes.flush(sched_.segment());

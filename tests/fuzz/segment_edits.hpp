@@ -550,7 +550,9 @@ class Patcher {
 //   ones on the free list, a Waiting and a Blocked thread on no list.
 // make_segment_seeds.py lists which slot is which.
 inline shm::Segment& sound_segment() {
-    static shm::Segment* built = [] {
+    // Out of the lock analysis: the segment lives in this process's own
+    // memory and no other thread sees it until it is built.
+    static shm::Segment* built = []() COEXEC_NO_THREAD_SAFETY_ANALYSIS {
         using namespace shm;
         using scheduler::Placement;
         auto* s = new Segment;

@@ -54,7 +54,7 @@ void format_two_cpus(Segment& s) {
     config.quantum_ns = 1'000'000'000; // long: no turn expires by itself
     Discovery two;
     two.cpus = {{0, 0, 0}, {1, 1, 0}};
-    SharedScheduler(s).format(two, config);
+    SharedScheduler(s).format_unpublished(two, config);
 }
 
 class InvariantsTest : public ::testing::Test {
@@ -186,12 +186,12 @@ TEST_F(InvariantsTest, RepairLeavesASoundSegment) {
     // repair() runs when the lock is taken after its holder died.
     pid_t child = test::fork_child([&] {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         std::_Exit(0);
         return 0;
     });
     ASSERT_EQ(test::wait_child(child), 0);
-    auto lock = sched_->lock(wakes_);
+    scheduler::SchedulerLock lock(*sched_, wakes_);
     EXPECT_EQ(seg().header.recoveries.load(), 1u);
     EXPECT_SOUND(seg());
 }
@@ -593,7 +593,7 @@ TEST(InvariantsAtAttach, ACorruptSegmentIsRefusedAtInit) {
     SharedScheduler sched(*map.get());
     {
         WakeList w;
-        auto lock = sched.lock(w);
+        scheduler::SchedulerLock lock(sched, w);
         // A live member (this process), so the join does not reclaim the
         // segment, with a thread count that no table backs.
         ASSERT_NE(sched.register_process(::getpid(), process_start_time(::getpid()), "x"), kNone);

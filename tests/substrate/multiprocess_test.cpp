@@ -236,7 +236,7 @@ TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
             // The lock only while sampling: held through the sleep below, it
             // left the children the gaps between two samples to take it in.
             scheduler::WakeList w;
-            auto lock = sched.lock(w);
+            scheduler::SchedulerLock lock(sched, w);
             const shm::Segment& s = *map.get();
             for (int c = 0; c < s.header.cpu_count; ++c) {
                 const auto& cpu = s.cpus[c];

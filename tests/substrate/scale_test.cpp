@@ -175,7 +175,7 @@ pid_t start_member(MemberBoard& board) {
 std::vector<int32_t> fill_process_table(SharedScheduler& sched, pid_t pid, uint64_t start_time) {
     std::vector<int32_t> taken;
     WakeList w;
-    auto lock = sched.lock(w);
+    scheduler::SchedulerLock lock(sched, w);
     for (int32_t p; (p = sched.register_process(pid, start_time, "filler")) != kNone;)
         taken.push_back(p);
     return taken;
@@ -184,7 +184,7 @@ std::vector<int32_t> fill_process_table(SharedScheduler& sched, pid_t pid, uint6
 void unregister_all(SharedScheduler& sched, const std::vector<int32_t>& procs) {
     WakeList w;
     {
-        auto lock = sched.lock(w);
+        scheduler::SchedulerLock lock(sched, w);
         for (int32_t p : procs)
             sched.unregister_process(p, w);
     }
@@ -310,7 +310,7 @@ int thread_table_child(ThreadBoard& board, const shm::SegmentOptions& options) {
     int32_t filler;
     {
         WakeList w;
-        auto lock = sched.lock(w);
+        scheduler::SchedulerLock lock(sched, w);
         filler = sched.register_process(::getpid(), shm::process_start_time(::getpid()), "filler");
         if (filler == kNone) return 4;
         while (sched.alloc_thread(filler, 0, "filler", shm::ThreadState::Blocked) != kNone) {

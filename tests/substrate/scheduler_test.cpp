@@ -28,7 +28,7 @@ class SchedulerTest : public ::testing::Test {
             config.quantum_ns = 1'000'000'000; // long: tests drive time explicitly
             Discovery two;
             two.cpus = {{0, 0, 0}, {1, 1, 0}};
-            SharedScheduler(s).format(two, config);
+            SharedScheduler(s).format_unpublished(two, config);
         };
         SegmentError e;
         map_ = SegmentMapping::open(o, e);
@@ -39,7 +39,7 @@ class SchedulerTest : public ::testing::Test {
     // A registered process with one pool thread; `alive` picks a real pid.
     int32_t add_process(bool alive = true) {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         pid_t pid = alive ? ::getpid() : dead_pid();
         uint64_t start = alive ? process_start_time(pid) : 12345;
         int32_t p = sched_->register_process(pid, start, "test");
@@ -64,12 +64,12 @@ class SchedulerTest : public ::testing::Test {
     // Another pool thread for process `p`.
     void add_pool_thread(int32_t p) {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         sched_->pool_push(sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked));
     }
     // Locked: a thread of `p` waiting for a CPU for its own task, queued as
     // p's only ready item and opened to a direct grant of `cpu` (kNone: any).
-    int32_t open_receiver(int32_t p, int32_t cpu) {
+    int32_t open_receiver(int32_t p, int32_t cpu) COEXEC_REQUIRES(sched_) {
         const int32_t t = sched_->alloc_thread(p, 0, "attached", ThreadState::Waiting);
         add_ready(p);
         sched_->open_receiver(p, t, cpu);
@@ -92,7 +92,7 @@ class SchedulerTest : public ::testing::Test {
     // Process `p`'s only pool thread, granted CPU `c` under the lock.
     int32_t grant_cpu(int32_t p, int32_t c) {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, c, true}, w), c);
         const int32_t t = seg().cpus[c].owner_thread.load();
         sched_->take_grant(t);
@@ -108,7 +108,7 @@ class SchedulerTest : public ::testing::Test {
 TEST_F(SchedulerTest, ClaimGivesAFreeCpuToAPoolThread) {
     int32_t p = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     int32_t c = sched_->claim_unheld_cpu(p, {}, w);
     ASSERT_NE(c, kNone);
     EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Running);
@@ -123,14 +123,14 @@ TEST_F(SchedulerTest, ClaimGivesAFreeCpuToAPoolThread) {
 TEST_F(SchedulerTest, StrictPlacementOnlyClaimsItsCpu) {
     int32_t p = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
 }
 
 TEST_F(SchedulerTest, RoundRobinByQuantumBetweenProcesses) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
     add_ready(a);
     add_ready(b);
@@ -147,7 +147,7 @@ TEST_F(SchedulerTest, RoundRobinByQuantumBetweenProcesses) {
 TEST_F(SchedulerTest, ACpuGivenToAProcessGoesStraightToItsOpenReceiver) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
     const int32_t waiter = open_receiver(b, 0);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL); // A's quantum is spent
@@ -165,7 +165,7 @@ TEST_F(SchedulerTest, ACpuGivenToAProcessGoesStraightToItsOpenReceiver) {
 TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
     int32_t b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     const int32_t waiter = open_receiver(b, 1);
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
     EXPECT_EQ(sched_->claim_receiver(1, b), waiter);
@@ -178,7 +178,7 @@ TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
 TEST_F(SchedulerTest, AReceiverIsPassedOverOnceItsTaskIsNotTheOnlyReadyItem) {
     int32_t b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     const int32_t waiter = open_receiver(b, kNone);
     add_ready(b);
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
@@ -190,7 +190,7 @@ TEST_F(SchedulerTest, AReceiverIsPassedOverOnceItsTaskIsNotTheOnlyReadyItem) {
 TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
     int32_t b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     const int32_t waiter = open_receiver(b, kNone);
     EXPECT_FALSE(sched_->close_receiver(waiter)); // the popper hands the thread a CPU
     EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
@@ -200,7 +200,7 @@ TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
 TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
     add_ready(b);
     // A's task yields (it is ready, not queued): its turn is not over yet.
@@ -220,7 +220,7 @@ TEST_F(SchedulerTest, AProcessOnAsManyCpusWaitsForTheShareTurn) {
     add_ready(a);
     add_ready(b);
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     const uint64_t began = now_ns() - 2'000'000'000ULL; // 2 quanta ago
     seg().cpus[0].turn_start_ns.store(began);
     EXPECT_FALSE(sched_->turn_over(0, a, now_ns())); // a schedpoint need not yield
@@ -241,7 +241,7 @@ TEST_F(SchedulerTest, AProcessShortOfCpusGetsOneAfterAQuantum) {
     add_ready(a);
     add_ready(b);
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
     EXPECT_TRUE(sched_->turn_over(0, a, now_ns()));
     EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
@@ -255,7 +255,7 @@ TEST_F(SchedulerTest, WorkBoundToTheCpuIsNotPassedOver) {
     map_->procs[b].ready_total += 1;
     map_->procs[b].ready_cpu[0] += 1;
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
     EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
@@ -287,7 +287,7 @@ TEST_F(SchedulerTest, PreemptionWaitsForTheShareTurnOfAWaiterThatHasItsShare) {
 TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
     int32_t a = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     ASSERT_NE(sched_->claim_unheld_cpu(a, {}, w), kNone);
     EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::None);
 }
@@ -295,7 +295,7 @@ TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
 TEST_F(SchedulerTest, IdleHolderIsEvictedForAnotherProcessesWork) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     int32_t c = sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w);
     int32_t holder = seg().cpus[c].owner_thread.load();
     sched_->hold_idle(c, false, w);
@@ -314,7 +314,7 @@ TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
     int32_t live = add_process();
     WakeList w;
     {
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
     }
     add_ready(live);
@@ -322,7 +322,7 @@ TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
     const auto found = sched_->find_dead(now_ns(), 0);
     ASSERT_EQ(found.size(), 1u);
     EXPECT_EQ(found[0].proc, dead);
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_TRUE(sched_->reap(found, w));
     EXPECT_EQ(seg().procs[dead].state.load(), ProcState::Unused);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), live); // given to the live process's work
@@ -334,7 +334,7 @@ TEST_F(SchedulerTest, AWaiterFindsADeadHolderOnceItFallsSilent) {
     int32_t live = add_process();
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
     }
     ASSERT_EQ(seg().cpus[0].state.load(), CpuState::Running);
@@ -350,7 +350,7 @@ TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
     int32_t waiter = add_process();
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         ASSERT_EQ(sched_->claim_unheld_cpu(holder, {Placement::Kind::Cpu, 1, true}, w), 1);
     }
     const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
@@ -424,7 +424,7 @@ TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
     int32_t freed;
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         freed = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
         sched_->release_thread(freed, w);
     }
@@ -435,7 +435,7 @@ TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
     seg().header.unheld_cpus.store(-3);
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w); // EOWNERDEAD: repair runs
+    scheduler::SchedulerLock lock(*sched_, w); // EOWNERDEAD: repair runs
     EXPECT_EQ(seg().header.recoveries.load(), 1u);
     EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
     EXPECT_EQ(seg().header.thread_free_head, freed);
@@ -451,7 +451,7 @@ TEST_F(SchedulerTest, EachProcessCountsTheCpusItRuns) {
     EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
     EXPECT_EQ(seg().procs[b].running_cpus.load(), 1);
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     sched_->hold_idle(0, /*sleeping=*/false, w); // held, but not Running
     EXPECT_EQ(seg().procs[a].running_cpus.load(), 0);
     sched_->release(1, w);
@@ -467,14 +467,14 @@ TEST_F(SchedulerTest, RepairCountsEveryProcessesRunningCpusAgain) {
     seg().cpus[1].counted_proc = a;
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w); // EOWNERDEAD: repair runs
+    scheduler::SchedulerLock lock(*sched_, w); // EOWNERDEAD: repair runs
     EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
     EXPECT_EQ(seg().cpus[1].counted_proc, kNone);
 }
 
 TEST_F(SchedulerTest, ProcessSlotsRunOutWithAnErrorNotACrash) {
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     int registered = 0;
     while (sched_->register_process(::getpid(), 1, "x") != kNone)
         ++registered;
@@ -484,7 +484,7 @@ TEST_F(SchedulerTest, ProcessSlotsRunOutWithAnErrorNotACrash) {
 TEST_F(SchedulerTest, ThreadSlotsRunOutWithAnErrorNotACrash) {
     int32_t p = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     int n = 0;
     while (sched_->alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone)
         ++n;
@@ -497,7 +497,7 @@ TEST_F(SchedulerTest, ThreadSlotsRunOutWithAnErrorNotACrash) {
 TEST_F(SchedulerTest, ReleasingAThreadReleasesTheCpusItHolds) {
     int32_t a = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     int32_t c = sched_->claim_unheld_cpu(a, {}, w);
     ASSERT_NE(c, kNone);
     int32_t t = seg().cpus[c].owner_thread.load();
@@ -523,7 +523,7 @@ TEST_F(SchedulerTest, ReleasingAThreadReleasesTheCpusItHolds) {
 TEST_F(SchedulerTest, ReleasingAPoolThreadTakesItOffThePool) {
     int32_t a = add_process();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     int32_t first = seg().procs[a].pool_head;
     int32_t second = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
     sched_->pool_push(second);
@@ -546,7 +546,7 @@ TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
     int32_t c, t;
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         c = sched_->claim_unheld_cpu(a, {}, w);
         ASSERT_NE(c, kNone);
         t = seg().cpus[c].owner_thread.load();
@@ -582,7 +582,7 @@ TEST_F(SchedulerTest, RepairFreesACpuWhoseOwnerWasClearedButNotItsState) {
     seg().cpus[0].owner_proc.store(kNone);
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
     EXPECT_EQ(seg().header.unheld_cpus.load(), 2);
 }
@@ -593,7 +593,7 @@ TEST_F(SchedulerTest, RepairPutsBackAThreadWhoseGrantNeverReachedIt) {
     seg().threads[t].state.store(ThreadState::Pool); // popped; grant() cut short
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
     EXPECT_EQ(seg().cpus[0].owner_thread.load(), kNone);
     EXPECT_EQ(seg().procs[a].pool_head, t);
@@ -606,7 +606,7 @@ TEST_F(SchedulerTest, RepairClearsTheOwnerOfACpuLeftFree) {
     seg().cpus[1].owner_thread.store(seg().procs[a].pool_head);
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(seg().cpus[1].owner_thread.load(), kNone);
     EXPECT_EQ(seg().cpus[1].owner_proc.load(), kNone);
 }
@@ -617,7 +617,7 @@ TEST_F(SchedulerTest, RepairFreesACpuATakerMarkedBlocked) {
     seg().threads[t].state.store(ThreadState::Blocked); // take_kept(), cut short
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
 }
 
@@ -642,14 +642,14 @@ TEST_F(SchedulerTest, RepairTellsAnIdleHolderOfAGrantCutShort) {
     const int32_t t = grant_cpu(a, 0);
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         sched_->hold_idle(0, /*sleeping=*/true, w);
     }
     ASSERT_EQ(seg().threads[t].state.load(), ThreadState::Holding);
     seg().cpus[0].state.store(CpuState::Running); // grant() to the holder, cut short
     kill_a_lock_holder();
     WakeList w;
-    auto lock = sched_->lock(w);
+    scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Running);
     EXPECT_EQ(sched_->take_grant(t), 0);
     EXPECT_EQ(seg().header.unheld_cpus.load(), 1);
@@ -764,7 +764,7 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
     int32_t t;
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         t = sched_->alloc_thread(p, tid.load(), "keeper", ThreadState::Waiting, true);
     }
     auto mask = [&] { return test::kernel_affinity(tid.load()); };
@@ -783,7 +783,7 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
     sched_->note_binding(t, 0); // it pinned itself to CPU 0
     {
         WakeList w;
-        auto lock = sched_->lock(w);
+        scheduler::SchedulerLock lock(*sched_, w);
         add_ready(p);
         sched_->open_receiver(p, t, 1);
         EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);

@@ -216,13 +216,13 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     auto locked = [&](auto&& change) {
         scheduler::WakeList wakes;
         {
-            auto lock = sched.lock(wakes);
+            scheduler::SchedulerLock lock(sched, wakes);
             change();
         }
         wakes.flush(*m.get());
     };
     bool added = false;
-    locked([&] { added = sched.add_recorder(::getpid()); });
+    locked([&]() COEXEC_REQUIRES(sched) { added = sched.add_recorder(::getpid()); });
     ASSERT_TRUE(added);
     const uint64_t t0 = test::now_ns();
     ASSERT_EQ(nosv_attach(&task, nullptr, "traced", NOSV_ATTACH_NONE), NOSV_SUCCESS);
@@ -232,7 +232,7 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     pid_t child = test::fork_child([] { return nosv_init() == 0 && nosv_shutdown() == 0 ? 0 : 1; });
     ASSERT_EQ(test::wait_child(child), 0);
     std::vector<TraceEvent> got = poll_all(*m.get(), readers);
-    locked([&] { sched.remove_recorder(::getpid()); });
+    locked([&]() COEXEC_REQUIRES(sched) { sched.remove_recorder(::getpid()); });
     EXPECT_FALSE(sched.recording());
 
     const TraceEvent* grant = nullptr;
@@ -281,7 +281,7 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     auto locked = [&](auto&& change) {
         scheduler::WakeList wakes;
         {
-            auto lock = sched.lock(wakes);
+            scheduler::SchedulerLock lock(sched, wakes);
             change();
         }
         wakes.flush(*m.get());
@@ -290,7 +290,7 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     // exits without switching off, as a recorder killed by SIGKILL would.
     pid_t child = test::fork_child([&] {
         bool added = false;
-        locked([&] { added = sched.add_recorder(::getpid()); });
+        locked([&]() COEXEC_REQUIRES(sched) { added = sched.add_recorder(::getpid()); });
         return added ? 0 : 1;
     });
     ASSERT_EQ(test::wait_child(child), 0);
@@ -299,21 +299,21 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
         scheduler::WakeList wakes;
         const auto dead = sched.find_dead(test::now_ns(), 0);
         {
-            auto lock = sched.lock(wakes);
+            scheduler::SchedulerLock lock(sched, wakes);
             sched.reap(dead, wakes);
         }
         wakes.flush(*m.get());
     };
     reap();
     EXPECT_FALSE(sched.recording());
-    locked([&] {
+    locked([&]() COEXEC_REQUIRES(sched) {
         for (int i = 0; i < shm::kMaxRecorders; ++i)
             EXPECT_TRUE(sched.add_recorder(::getpid()));
         EXPECT_FALSE(sched.add_recorder(::getpid()));
     });
     reap();
     EXPECT_TRUE(sched.recording());
-    locked([&] {
+    locked([&]() COEXEC_REQUIRES(sched) {
         for (int i = 0; i < shm::kMaxRecorders; ++i)
             sched.remove_recorder(::getpid());
     });

@@ -84,7 +84,7 @@ void Checker::check_once() {
     std::vector<std::string> found;
     std::string dump;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         found = scheduler::check_invariants(s_);
         scan_dead_holders(now_ns(), found);
         if (!found.empty() && !dumped_) {

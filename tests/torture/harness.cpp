@@ -592,7 +592,7 @@ void Harness::final_check() {
     scheduler::WakeList wakes;
     std::string dump;
     {
-        auto lock = sched.lock(wakes);
+        scheduler::SchedulerLock lock(sched, wakes);
         final_violations_ = scheduler::check_invariants(s);
         recoveries_ = s.header.recoveries.load(rlx);
         for (int c = 0; c < std::clamp(s.header.cpu_count, 0, shm::kMaxCpus); ++c) {
