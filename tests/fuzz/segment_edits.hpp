@@ -586,7 +586,7 @@ inline shm::Segment& sound_segment() {
         const int32_t gamma = sched.register_process(pid, start, "gamma");
         const int32_t delta = sched.register_process(pid, start, "delta");
         const int32_t eps = sched.register_process(pid, start, "eps");
-        auto workers = [&](int32_t p, int n, const char* label) {
+        auto workers = [&](int32_t p, int n, const char* label) COEXEC_REQUIRES(sched) {
             for (int i = 0; i < n; ++i)
                 sched.pool_push(sched.alloc_thread(p, 0, label, ThreadState::Blocked));
         };
@@ -595,7 +595,7 @@ inline shm::Segment& sound_segment() {
         workers(gamma, 2, "pocl");
         workers(delta, 1, "worker");
         workers(eps, 2, "worker");
-        auto claim = [&](int32_t p, int32_t cpu) {
+        auto claim = [&](int32_t p, int32_t cpu) COEXEC_REQUIRES(sched) {
             if (sched.claim_unheld_cpu(p, {Placement::Kind::Cpu, cpu, true}, wakes) != cpu)
                 fail("sound segment: CPU " + std::to_string(cpu) + " not claimed");
         };
