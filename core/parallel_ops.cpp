@@ -20,7 +20,7 @@ void Runtime::make_ready_parallel(nosv_task* task) {
     const Placement where = placement_of(task->affinity);
     const auto executions = uint32_t(task->par.degree()); // > 0: armed at submit
     {
-        std::lock_guard guard(queue_mutex_);
+        std::lock_guard guard(queue_lock_);
         queue_->push_parallel(task, where, executions, false);
     }
     // From here the task may run, complete and be freed: only copies below.
@@ -59,7 +59,7 @@ int Runtime::cancel(ThreadContext& self) {
     if (!t->par.active()) return NOSV_SUCCESS; // an ordinary run: nothing else to stop
     uint32_t withdrawn;
     {
-        std::lock_guard guard(queue_mutex_);
+        std::lock_guard guard(queue_lock_);
         withdrawn = queue_->withdraw(t, placement_of(t->affinity));
     }
     // The queue's count; never the last, as this execution holds its own.

@@ -11,7 +11,7 @@
 // runs the monitor (runtime.cpp), and has the scheduling points: how a
 // thread leaves its CPU (scheduling.cpp), the task operations behind the C API
 // (task_ops.cpp; parallel tasks in parallel_ops.cpp, suspensions in
-// suspend.cpp, joins in join.cpp), and the worker loop (workers.cpp). Every
+// suspend.cpp, joins in join.cpp), and the worker loop (worker_loop.cpp). Every
 // change to the segment goes through the scheduler.
 #pragma once
 
@@ -186,10 +186,10 @@ class Runtime {
     void ready_submitted(nosv_task* task, bool front);
     void make_ready_parallel(nosv_task* task);
     void flush_held(ThreadContext& self);
-    // Under queue_mutex_. Whether the caller, who popped `t`, may hand it on:
+    // Under queue_lock_. Whether the caller, who popped `t`, may hand it on:
     // false when a direct grant reached the task's thread first.
     bool claimed_by_us(nosv_task* t);
-    // Under queue_mutex_. Queues a task that lives on its own thread; as the
+    // Under queue_lock_. Queues a task that lives on its own thread; as the
     // only ready item of the process, it lets a CPU granted to the process
     // (by another, or by a CPU of its own going free) reach the thread
     // directly (SharedScheduler::open_receiver()).
@@ -242,7 +242,7 @@ class Runtime {
     // The caller's task stops running and the thread leaves coexec's view.
     void step_out(ThreadContext& self);
 
-    // ---- workers (workers.cpp) ----------------------------------------
+    // ---- workers (worker_loop.cpp) -----------------------------------
     void worker_main(ThreadContext& self);
     void run_task(ThreadContext& self, nosv_task* task);
     // One execution of a parallel task (run_task's path for them).
@@ -272,7 +272,7 @@ class Runtime {
     // its CPU, taken by the thread's handler (Preemption).
     std::atomic<bool> program_lend_asked_{false};
 
-    SpinLock queue_mutex_;
+    SpinLock queue_lock_;
     std::unique_ptr<ReadyQueue> queue_;
 
     TaskPool task_pool_;

@@ -48,7 +48,7 @@ scheduler::Placement Runtime::placement_of(const nosv_affinity_t& a) const {
 
 nosv_task* Runtime::pop_own(int cpu) {
     if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
-    std::lock_guard guard(queue_mutex_);
+    std::lock_guard guard(queue_lock_);
     for (;;) {
         nosv_task* t = queue_->pop(cpu, numa_of_cpu(cpu));
         if (!t || claimed_by_us(t)) return t;
@@ -56,14 +56,14 @@ nosv_task* Runtime::pop_own(int cpu) {
 }
 
 bool Runtime::claimed_by_us(nosv_task* t) {
-    // Under queue_mutex_, so the task's thread cannot be taking it out
+    // Under queue_lock_, so the task's thread cannot be taking it out
     // meanwhile (withdraw_if_granted()).
     return !t->thread || !sched().close_receiver(t->thread->slot);
 }
 
 void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front) {
     queue_->push(task, where, front);
-    // Still under queue_mutex_: the task cannot be popped, run and freed yet.
+    // Still under queue_lock_: the task cannot be popped, run and freed yet.
     if (where.kind == Placement::Kind::Numa) return; // the pool thread sorts these
     // Not the only item: claim_receiver() would pass the thread over (queue
     // order); spare the stores to the segment.
@@ -77,8 +77,8 @@ void Runtime::withdraw_if_granted(ThreadContext& self) {
     // after a direct grant and closed the word (receive_claimed() orders us
     // after that popper's reads).
     if (!self.current || !sched().receive_claimed(self.slot)) return;
-    std::lock_guard guard(queue_mutex_);
-    // Under queue_mutex_: a popper that took the task first closed the word.
+    std::lock_guard guard(queue_lock_);
+    // Under queue_lock_: a popper that took the task first closed the word.
     if (sched().close_receiver(self.slot)) {
         [[maybe_unused]] const bool removed =
             queue_->remove(self.current, placement_of(self.current->affinity));
@@ -96,7 +96,7 @@ nosv_task* Runtime::next_for_worker(ThreadContext& self) {
     if (self.assigned) return std::exchange(self.assigned, nullptr);
     if (self.has_batch()) return self.batch[self.batch_next++];
     if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
-    std::lock_guard guard(queue_mutex_);
+    std::lock_guard guard(queue_lock_);
     size_t n;
     do { // a task on its own thread comes alone (pop_batch)
         n = queue_->pop_batch(self.cpu, numa_of_cpu(self.cpu), self.batch, ThreadContext::kBatch);
@@ -109,7 +109,7 @@ nosv_task* Runtime::next_for_worker(ThreadContext& self) {
 void Runtime::return_batch(ThreadContext& self) {
     if (!self.has_batch()) return;
     {
-        std::lock_guard guard(queue_mutex_);
+        std::lock_guard guard(queue_lock_);
         queue_->unpop(self.batch + self.batch_next, self.batch_end - self.batch_next);
     }
     self.batch_next = self.batch_end = 0;
@@ -128,7 +128,7 @@ void Runtime::make_ready(nosv_task* task, bool front) {
     if (!task->thread && !front && where.kind == Placement::Kind::Any) {
         queue_->push_unplaced(task); // lock-free: workers popping never delay a submit
     } else {
-        std::lock_guard guard(queue_mutex_);
+        std::lock_guard guard(queue_lock_);
         if (task->thread)
             queue_own_task(task, where, front);
         else
@@ -146,7 +146,7 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
         if (sched().grant_unheld_cpu(task->thread->slot, where, wakes) == kNone) {
             // Queued under the segment lock: a CPU going idle (which takes
             // that lock) sees this work.
-            std::lock_guard guard(queue_mutex_);
+            std::lock_guard guard(queue_lock_);
             queue_own_task(task, where, front);
         }
     }
@@ -225,7 +225,7 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wa
     if (nosv_task* t = self.immediate) {
         self.immediate = nullptr;
         {
-            std::lock_guard guard(queue_mutex_);
+            std::lock_guard guard(queue_lock_);
             queue_->count_external({Placement::Kind::Cpu, c, true}, -1);
         }
         return hand_to(self, t, can_run, wakes, next);
@@ -282,7 +282,7 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     }
     if (!worker) {
         // No thread can be had (segment full): put the task back.
-        std::lock_guard guard(queue_mutex_);
+        std::lock_guard guard(queue_lock_);
         queue_->push(t, placement_of(t->affinity), true);
         return go_unheld(self, false, wakes);
     }

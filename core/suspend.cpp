@@ -133,7 +133,7 @@ void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
             placement_of(t->affinity).allows(segment()->cpus[self.cpu], self.cpu);
         if (next_here) {
             self.immediate = t;
-            std::lock_guard guard(queue_mutex_);
+            std::lock_guard guard(queue_lock_);
             queue_->count_external({Placement::Kind::Cpu, self.cpu, true}, +1);
         } else {
             make_ready(t, s.args == 0);

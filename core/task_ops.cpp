@@ -110,7 +110,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         if (nosv_task* earlier = std::exchange(self->immediate, t)) {
             make_ready(earlier, false); // the CPU's count of waiting work stays
         } else {
-            std::lock_guard guard(queue_mutex_);
+            std::lock_guard guard(queue_lock_);
             queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
         }
     } else if (caller && self->window_size > 1 && !(flags & NOSV_SUBMIT_BLOCKING)) {
@@ -172,7 +172,7 @@ int Runtime::schedpoint(ThreadContext& self) {
     if (sched().stint_over(c, now_ns())) return yield(self);
     bool higher;
     {
-        std::lock_guard guard(queue_mutex_);
+        std::lock_guard guard(queue_lock_);
         higher = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
     }
     return higher ? yield(self) : NOSV_SUCCESS;
