@@ -135,7 +135,7 @@ int Runtime::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
             // word, and makes itself ready again once done or timed out.
             caller->status.relabel(TaskState::Waiting);
             WakeList wakes;
-            step_off_cpu(*self, Leaving::Block, wakes);
+            step_off_cpu(*self, LeaveReason::Block, wakes);
             wakes.flush(*segment(), self->slot);
             const ThreadSlot& th = segment()->threads[self->slot];
             for (;;) {

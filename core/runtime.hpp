@@ -208,9 +208,9 @@ class Runtime {
     // thread. Pooled: it went to another process and the caller (a free
     // worker) is already back in the pool. Holding: the caller keeps the
     // CPU idle.
-    enum class Leave { Continue, Gone, Pooled, Holding };
+    enum class AfterLeaving { Continue, Gone, Pooled, Holding };
     // Why the caller leaves its CPU.
-    enum class Leaving {
+    enum class LeaveReason {
         Done,  // a free worker between tasks: it may get the next task back
         Block, // its task stops; it is made ready only after the thread left
         Yield, // as Block, but the caller keeps the CPU if nothing else wants it
@@ -220,11 +220,11 @@ class Runtime {
     // in `wakes`: the caller wakes them once it has nothing left to do but
     // sleep (woken earlier, one would preempt it on this CPU, and the caller
     // would stay runnable without a CPU until the kernel ran it again).
-    Leave leave_cpu(ThreadContext& self, Leaving why, scheduler::WakeList& wakes,
-                    nosv_task** next = nullptr);
-    Leave hand_to(ThreadContext& self, nosv_task* task, bool can_run, scheduler::WakeList& wakes,
-                  nosv_task** next);
-    Leave go_unheld(ThreadContext& self, bool can_run, scheduler::WakeList& wakes);
+    AfterLeaving leave_cpu(ThreadContext& self, LeaveReason why, scheduler::WakeList& wakes,
+                           nosv_task** next = nullptr);
+    AfterLeaving hand_to(ThreadContext& self, nosv_task* task, bool can_run,
+                         scheduler::WakeList& wakes, nosv_task** next);
+    AfterLeaving go_unheld(ThreadContext& self, bool can_run, scheduler::WakeList& wakes);
     // Whether `self` is the Running holder of `cpu` (for assertions).
     bool holds(const ThreadContext& self, int32_t cpu) const;
     // Blocks until the thread is granted a CPU; returns it, or kNone when
@@ -235,7 +235,7 @@ class Runtime {
     // held a CPU, it could be granted a second one. False if a Yield found
     // nothing else for the CPU and kept it. The CPU's next holder is in
     // `wakes`, as for leave_cpu().
-    bool step_off_cpu(ThreadContext& self, Leaving why, scheduler::WakeList& wakes);
+    bool step_off_cpu(ThreadContext& self, LeaveReason why, scheduler::WakeList& wakes);
     // After step_off_cpu() and once the caller's task is ready: wakes the
     // threads in `wakes`, then waits for the CPU granted to the caller.
     void step_on_cpu(ThreadContext& self, scheduler::WakeList& wakes);

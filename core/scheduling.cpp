@@ -215,9 +215,9 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
     }
 }
 
-Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wakes,
-                                  nosv_task** next) {
-    const bool can_run = why == Leaving::Done;
+Runtime::AfterLeaving Runtime::leave_cpu(ThreadContext& self, LeaveReason why, WakeList& wakes,
+                                         nosv_task** next) {
+    const bool can_run = why == LeaveReason::Done;
     if (next) *next = nullptr;
     const int32_t c = self.cpu;
     assert(holds(self, c));
@@ -234,24 +234,24 @@ Runtime::Leave Runtime::leave_cpu(ThreadContext& self, Leaving why, WakeList& wa
         SharedScheduler::Next decision;
         {
             scheduler::SchedulerLock lock(sched(), wakes);
-            decision = sched().decide(c, proc(), why == Leaving::Yield, wakes);
+            decision = sched().decide(c, proc(), why == LeaveReason::Yield, wakes);
         }
         if (decision == SharedScheduler::Next::Other) {
             return_batch(self);
             self.cpu = kNone;
             self.handed_off = !can_run; // as in hand_to()
-            return Leave::Gone;
+            return AfterLeaving::Gone;
         }
     }
     if (nosv_task* t = can_run ? next_for_worker(self) : pop_own(c))
         return hand_to(self, t, can_run, wakes, next);
     // A yielding task is the last of its process's work for this CPU.
-    if (why == Leaving::Yield) return Leave::Continue;
+    if (why == LeaveReason::Yield) return AfterLeaving::Continue;
     return go_unheld(self, can_run, wakes);
 }
 
-Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run, WakeList& wakes,
-                                nosv_task** next) {
+Runtime::AfterLeaving Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
+                                       WakeList& wakes, nosv_task** next) {
     const int32_t c = self.cpu;
     assert(holds(self, c));
     // Our own task is made ready only after we leave (step_off_cpu).
@@ -264,11 +264,11 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
         self.cpu = kNone;
         self.handed_off = !can_run;
         sched().handoff_within_process(c, t->thread->slot, wakes);
-        return Leave::Gone;
+        return AfterLeaving::Gone;
     }
     if (can_run) {
         *next = t;
-        return Leave::Continue;
+        return AfterLeaving::Continue;
     }
     // A fresh task while we block: a pool worker of ours runs it.
     ThreadContext* worker = nullptr;
@@ -291,10 +291,10 @@ Runtime::Leave Runtime::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
     self.cpu = kNone;
     // The release store of the grant publishes `assigned` to the worker.
     sched().handoff_within_process(c, worker->slot, wakes);
-    return Leave::Gone;
+    return AfterLeaving::Gone;
 }
 
-Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& wakes) {
+Runtime::AfterLeaving Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& wakes) {
     const int32_t c = self.cpu;
     assert(holds(self, c));
     int32_t taker;
@@ -306,23 +306,23 @@ Runtime::Leave Runtime::go_unheld(ThreadContext& self, bool can_run, WakeList& w
     if (taker == self.slot) {
         // Our own work arrived: we keep the CPU (and drop its grant).
         sched().take_grant(self.slot);
-        return Leave::Continue;
+        return AfterLeaving::Continue;
     }
     if (!can_run) {
         self.cpu = kNone;
-        return Leave::Gone;
+        return AfterLeaving::Gone;
     }
     if (taker != kNone) {
         self.cpu = kNone;
-        return Leave::Pooled; // another process took it and evicted us
+        return AfterLeaving::Pooled; // another process took it and evicted us
     }
-    return Leave::Holding;
+    return AfterLeaving::Holding;
 }
 
-bool Runtime::step_off_cpu(ThreadContext& self, Leaving why, WakeList& wakes) {
-    assert(why != Leaving::Done);
+bool Runtime::step_off_cpu(ThreadContext& self, LeaveReason why, WakeList& wakes) {
+    assert(why != LeaveReason::Done);
     workers_.blocked(self);
-    if (leave_cpu(self, why, wakes) == Leave::Continue) {
+    if (leave_cpu(self, why, wakes) == AfterLeaving::Continue) {
         workers_.unblocked(self);
         return false;
     }

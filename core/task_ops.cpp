@@ -135,7 +135,7 @@ int Runtime::pause(ThreadContext& self) {
     // The task stays Running until the thread is off its CPU: a submit
     // meanwhile is banked, and we make the task ready ourselves.
     WakeList wakes;
-    step_off_cpu(self, Leaving::Block, wakes);
+    step_off_cpu(self, LeaveReason::Block, wakes);
     if (!t->status.park()) make_ready(t, true);
     step_on_cpu(self, wakes);
     t->status.relabel(TaskState::Running);
@@ -147,7 +147,7 @@ int Runtime::yield(ThreadContext& self) {
     if (!self.immediate && !sched().has_work(proc(), c) && !sched().foreign_work(proc(), c))
         return NOSV_SUCCESS;
     WakeList wakes;
-    if (!step_off_cpu(self, Leaving::Yield, wakes)) {
+    if (!step_off_cpu(self, LeaveReason::Yield, wakes)) {
         wakes.flush(*segment(), self.slot);
         return NOSV_SUCCESS;
     }
@@ -191,7 +191,7 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     const uint64_t deadline = start + ns;
     t->status.relabel(TaskState::Waiting);
     WakeList wakes;
-    step_off_cpu(self, Leaving::Block, wakes);
+    step_off_cpu(self, LeaveReason::Block, wakes);
     wakes.flush(*segment(), self.slot);
     // A DEADLINE_WAKE only marks the word and wakes us: we make the task
     // ready ourselves, now that we are off the CPU.
@@ -268,7 +268,7 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     flush_window(self);
     nosv_task* t = self.current;
     WakeList wakes;
-    if (self.cpu != kNone) leave_cpu(self, Leaving::Block, wakes);
+    if (self.cpu != kNone) leave_cpu(self, LeaveReason::Block, wakes);
     {
         // Also a CPU the thread still keeps or lends (detached between
         // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
@@ -303,7 +303,7 @@ int Runtime::block_enter(ThreadContext& self) {
     binding_->unpin(self);
     self.own_affinity_applies = true;
     WakeList wakes;
-    leave_cpu(self, Leaving::Block, wakes);
+    leave_cpu(self, LeaveReason::Block, wakes);
     wakes.flush(*segment(), self.slot);
     self.cpu = kNone;
     return NOSV_SUCCESS;

@@ -36,7 +36,7 @@ void Runtime::worker_main(ThreadContext& self) {
         nosv_task* task = nullptr;
         WakeList wakes; // woken once this worker has nothing left to do
         if (nosv_task* t = next_for_worker(self);
-            t && hand_to(self, t, true, wakes, &task) == Leave::Gone) {
+            t && hand_to(self, t, true, wakes, &task) == AfterLeaving::Gone) {
             workers_.return_to_pool(self);
             wakes.flush(*segment(), self.slot);
             continue;
@@ -44,11 +44,11 @@ void Runtime::worker_main(ThreadContext& self) {
         for (;;) {
             if (stopping()) break;
             if (!task) {
-                Leave how = leave_cpu(self, Leaving::Done, wakes, &task);
-                if (how == Leave::Gone) workers_.return_to_pool(self);
+                AfterLeaving how = leave_cpu(self, LeaveReason::Done, wakes, &task);
+                if (how == AfterLeaving::Gone) workers_.return_to_pool(self);
                 wakes.flush(*segment(), self.slot);
-                if (how == Leave::Gone || how == Leave::Pooled) break;
-                if (how == Leave::Holding) {
+                if (how == AfterLeaving::Gone || how == AfterLeaving::Pooled) break;
+                if (how == AfterLeaving::Holding) {
                     if (!idle_.hold(self)) break; // evicted: pooled
                     // Evicted and granted again by our own process (hand_to),
                     // maybe with a task, before hold() saw the eviction.
