@@ -133,6 +133,82 @@ TEST(Fallback, InitFailurePrintsOneLineAndWorks) {
 // Samples `coexec top --once --json` while two re-hosted processes run:
 // every CPU has at most one owner, no thread owns two CPUs, and the OpenMP
 // threads of these processes own CPUs under the label "openmp".
+// OpenMP runtimes under other names: Intel's libiomp5.so, and the hashed
+// copies that pip wheels ship (libgomp-<hash>.so.1). A program linked
+// against such a copy of a stock runtime runs on the re-hosted libomp under
+// `coexec run`, whose preloaded libomp.so.5 answers the runtime's symbols
+// first. The copies are made as a wheel's build makes them, with Debian's
+// patchelf.
+struct RenamedCase {
+    std::string compiler; // which omp_features build
+    std::string stock;    // the stock runtime it is linked against
+    std::string needed;   // its name in the program's DT_NEEDED
+    std::string renamed;  // the copy's name
+};
+
+void PrintTo(const RenamedCase& c, std::ostream* os) {
+    *os << c.renamed;
+}
+
+class RenamedRuntime : public ::testing::TestWithParam<RenamedCase> {};
+
+TEST_P(RenamedRuntime, IsRehostedUnderCoexecRun) {
+    const RenamedCase& c = GetParam();
+    const std::string patchelf = "/usr/bin/patchelf";
+    if (!fs::exists(kCoexecCli)) GTEST_SKIP() << kCoexecCli << " is not built";
+    if (!fs::exists(patchelf))
+        GTEST_SKIP() << "patchelf is not installed (scripts/deps/openmp.txt)";
+    if (!fs::exists(c.stock)) GTEST_SKIP() << c.stock << " is not installed";
+    const fs::path dir = fs::temp_directory_path() /
+                         ("coexec-renamed-" + c.compiler + "-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string prog = (dir / "omp_features").string();
+    fs::copy_file(program("omp_features", c.compiler), prog);
+    fs::copy_file(c.stock, dir / c.renamed);
+    // One change per call: patchelf 0.14 drops the first of the two on some
+    // binaries when given both at once.
+    for (const std::vector<std::string>& change :
+         {std::vector<std::string>{"--replace-needed", c.needed, c.renamed},
+          std::vector<std::string>{"--set-rpath", dir.string()}}) {
+        std::vector<std::string> argv{patchelf};
+        argv.insert(argv.end(), change.begin(), change.end());
+        argv.push_back(prog);
+        const ProcessResult patched = run(argv, {}, 60s);
+        ASSERT_EQ(patched.exit_code, 0) << patched.err;
+    }
+    const ProcessResult needed = run({patchelf, "--print-needed", prog}, {}, 20s);
+    const std::vector<std::string> names = lines(needed.out);
+    ASSERT_NE(std::find(names.begin(), names.end(), c.renamed), names.end()) << needed.out;
+    ASSERT_EQ(std::find(names.begin(), names.end(), c.needed), names.end()) << needed.out;
+
+    // Without coexec it runs on the renamed stock copy.
+    const ProcessResult native = run({prog, "reduction"}, {{"COEXEC_VERBOSE", "1"}}, 60s);
+    EXPECT_EQ(native.exit_code, 0) << native.err;
+    EXPECT_TRUE(contains(native.out, "ok reduction")) << native.out;
+    EXPECT_FALSE(contains(native.err, "re-hosted on coexec")) << native.err;
+
+    // Under `coexec run` on the re-hosted libomp, with the same result.
+    const ProcessResult hosted =
+        run({kCoexecCli, "run", "--openmp", "--", prog, "reduction"},
+            {{"COEXEC_VERBOSE", "1"},
+             {"COEXEC_CONFIG_OVERRIDE", segment_override("renamed-" + c.compiler)}},
+            120s);
+    ASSERT_FALSE(hosted.timed_out) << "hung; stderr:\n" << hosted.err;
+    EXPECT_EQ(hosted.exit_code, 0) << hosted.err;
+    EXPECT_TRUE(contains(hosted.out, "ok reduction")) << hosted.out;
+    EXPECT_TRUE(contains(hosted.err, "coexec: libomp re-hosted on coexec")) << hosted.err;
+    fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenMP, RenamedRuntime,
+                         ::testing::Values(RenamedCase{"clang", "/usr/lib/llvm-14/lib/libomp.so.5",
+                                                       "libomp.so.5", "libiomp5.so"},
+                                           RenamedCase{"gcc",
+                                                       "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+                                                       "libgomp.so.1", "libgomp-a34b3233.so.1"}),
+                         [](const auto& info) { return info.param.compiler; });
+
 TEST(TwoProcesses, TopShowsOneOpenmpThreadPerCpu) {
     if (!fs::exists(kCoexecCli)) GTEST_SKIP() << kCoexecCli << " is not built";
     const auto env = rehosted_env("top");
