@@ -46,13 +46,13 @@ int32_t SharedScheduler::spare_cpus() const {
     return int32_t(std::max<int64_t>(spare, INT32_MIN)); // ready counts are 64-bit
 }
 
-bool SharedScheduler::turn_expired(const CpuSlot& cpu, int32_t self, uint64_t now) const {
+bool SharedScheduler::quantum_spent(const CpuSlot& cpu, int32_t self, uint64_t now) const {
     return cpu.turn_proc.load(rlx) != self || now - cpu.turn_start_ns.load(rlx) >= quantum_ns();
 }
 
 bool SharedScheduler::turn_over(int32_t c, int32_t proc, uint64_t now) const {
     const CpuSlot& cpu = s_.cpus[c];
-    if (!turn_expired(cpu, proc, now)) return false;
+    if (!quantum_spent(cpu, proc, now)) return false;
     if (cpu.turn_proc.load(rlx) != proc || now - cpu.turn_start_ns.load(rlx) >= share_turn_ns())
         return true;
     const int32_t mine = running_cpus(proc);
@@ -94,7 +94,7 @@ SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self
                                               WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];
     uint64_t now = now_ns();
-    if (!turn_expired(cpu, self, now) && (self_ready || has_work(self, c))) return Next::Own;
+    if (!quantum_spent(cpu, self, now) && (self_ready || has_work(self, c))) return Next::Own;
     return next_turn(c, self, true, self_ready, now, wakes);
 }
 

@@ -476,7 +476,10 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     int32_t offer_released(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(this);
 
     // policy.cpp
-    bool turn_expired(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
+    // Whether `self` has no more claim to `cpu` at `now` by its quantum: the
+    // turn is another process's, or `self`'s quantum on it is spent (the
+    // share turn may still hold it: turn_over()).
+    bool quantum_spent(const shm::CpuSlot& cpu, int32_t self, uint64_t now) const;
     // How many CPUs run `proc`'s threads (Running slots it owns): O(1).
     // Exact under the lock; a hint without it.
     int32_t running_cpus(int32_t proc) const;
