@@ -1,5 +1,5 @@
 // The registry of managed threads' visible masks (see affinity.hpp).
-#include "affinity.hpp"
+#include "core/affinity.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
 

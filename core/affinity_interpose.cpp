@@ -10,9 +10,9 @@
 // call themselves rather than call the sched_* functions, so all four are
 // defined here. coexec's own pinning never calls these names (see
 // scheduler/kernel_affinity.hpp).
-#include "affinity.hpp"
-#include "next_definition.hpp"
-#include "thread_context.hpp"
+#include "core/affinity.hpp"
+#include "core/next_definition.hpp"
+#include "core/thread_context.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
 

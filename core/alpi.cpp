@@ -7,8 +7,8 @@
 #include <nosv/alpi-defs.h>
 #include <nosv/alpi.h>
 
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -4,8 +4,8 @@
 #include <coexec/ext.h>
 #include <nosv.h>
 
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include <cstring>
 #include <new>

@@ -3,8 +3,8 @@
 // wait itself in join.cpp).
 #include <nosv.h>
 
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -3,8 +3,8 @@
 // Argument and state checks here; the work in parallel_ops.cpp.
 #include <nosv.h>
 
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include <cstdio>
 

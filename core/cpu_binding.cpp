@@ -1,4 +1,4 @@
-#include "cpu_binding.hpp"
+#include "core/cpu_binding.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
 #include "shm/clock.hpp"

@@ -1,4 +1,4 @@
-#include "c_api_support.hpp"
+#include "core/c_api_support.hpp"
 
 #include <nosv/error.h>
 

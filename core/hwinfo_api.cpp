@@ -1,8 +1,8 @@
 // nosv/hwinfo.h: topology of the CPUs this instance manages.
 #include <nosv.h>
 
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include <algorithm>
 #include <cstdlib>

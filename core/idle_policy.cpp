@@ -1,6 +1,6 @@
-#include "idle_policy.hpp"
+#include "core/idle_policy.hpp"
 
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 namespace coexec::core {
 

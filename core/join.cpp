@@ -8,7 +8,7 @@
 // word in the same atomic step that counts the run as complete (see
 // JoinState), so a run that completes between the joiner's check and its
 // sleep is never missed.
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include "shm/clock.hpp"
 

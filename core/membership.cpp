@@ -1,4 +1,4 @@
-#include "membership.hpp"
+#include "core/membership.hpp"
 
 #include "scheduler/invariants.hpp"
 #include "scheduler/topology.hpp"

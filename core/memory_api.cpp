@@ -2,8 +2,8 @@
 // lock, from the slots' own atomic words: a snapshot, as nOS-V's estimates.
 #include <nosv/memory.h>
 
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include <algorithm>
 

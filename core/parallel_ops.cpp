@@ -1,6 +1,6 @@
 // Parallel tasks and the submit window: the runtime's side of
 // c_api_parallel.cpp. See core/parallel.hpp for how executions are counted.
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include <algorithm>
 #include <cstdint>

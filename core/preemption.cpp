@@ -1,7 +1,7 @@
-#include "preemption.hpp"
+#include "core/preemption.hpp"
 
-#include "program_threads.hpp"
-#include "runtime.hpp"
+#include "core/program_threads.hpp"
+#include "core/runtime.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"

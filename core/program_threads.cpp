@@ -2,13 +2,13 @@
 // host_calls.h): which thread is hosted, which code the wrappers of
 // libcoexec-host.so leave alone, and the thread-local state they share with
 // the preemption handler.
-#include "program_threads.hpp"
+#include "core/program_threads.hpp"
 
-#include "forwarded_call.hpp"
-#include "host_calls.h"
+#include "core/forwarded_call.hpp"
+#include "core/host_calls.h"
 
-#include "runtime.hpp"
-#include "thread_context.hpp"
+#include "core/runtime.hpp"
+#include "core/thread_context.hpp"
 
 #include <coexec/ext.h>
 #include <nosv.h>

@@ -1,4 +1,4 @@
-#include "ready_queue.hpp"
+#include "core/ready_queue.hpp"
 
 #include "core/thread_context.hpp"
 

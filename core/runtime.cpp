@@ -1,5 +1,5 @@
 // Joining and leaving the shared instance, and the process's monitor.
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
 #include "shm/clock.hpp"

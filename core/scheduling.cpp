@@ -1,5 +1,5 @@
 // Scheduling points: how a thread leaves its CPU, and how it gets one.
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"

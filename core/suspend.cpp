@@ -3,8 +3,8 @@
 // on the existing pieces: the status word (a submit resumes a Suspended
 // task as it resumes a paused one), the ready queue and the IMMEDIATE
 // successor slot, the event counter, and a timer thread.
-#include "c_api_support.hpp"
-#include "runtime.hpp"
+#include "core/c_api_support.hpp"
+#include "core/runtime.hpp"
 
 #include "shm/clock.hpp"
 

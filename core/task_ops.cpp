@@ -1,6 +1,6 @@
 // The task-level operations behind nosv_submit, pause, yield, waitfor,
 // schedpoint, attach/detach and the block extension.
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"

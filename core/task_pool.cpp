@@ -1,4 +1,4 @@
-#include "task_pool.hpp"
+#include "core/task_pool.hpp"
 
 #include <new>
 

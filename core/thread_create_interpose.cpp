@@ -9,10 +9,10 @@
 // effect when libcoexec comes before libc in the lookup order. Any other
 // call goes to the next definition unchanged; a later interposer learns
 // whom the call came from with coexec_interposed_caller() (forwarded_call.hpp).
-#include "affinity.hpp"
-#include "forwarded_call.hpp"
-#include "next_definition.hpp"
-#include "thread_context.hpp"
+#include "core/affinity.hpp"
+#include "core/forwarded_call.hpp"
+#include "core/next_definition.hpp"
+#include "core/thread_context.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
 

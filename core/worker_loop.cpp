@@ -1,6 +1,6 @@
 // The worker loop: a worker waits for a CPU, runs this process's tasks on
 // it, and holds it idle or gives it away when there are none.
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include <pthread.h>
 #include <sys/prctl.h>

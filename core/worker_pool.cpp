@@ -1,6 +1,6 @@
-#include "worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
-#include "runtime.hpp"
+#include "core/runtime.hpp"
 
 #include <cstdio>
 #include <mutex>
