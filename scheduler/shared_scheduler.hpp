@@ -60,9 +60,7 @@ const char* label_class_name(shm::LabelClass c);
 // CPU time by shm::LabelClass, in nanoseconds.
 using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
 
-// The scheduler is also the segment lock's capability (shm/thread_safety.hpp):
-// the methods marked COEXEC_REQUIRES(this) may be called only under a
-// SchedulerLock on the same scheduler, and Clang rejects a call made without.
+// Also the segment lock's capability (shm/thread_safety.hpp; see above).
 class COEXEC_CAPABILITY("segment lock") SharedScheduler {
   public:
     explicit SharedScheduler(shm::Segment& segment) : s_(segment) {}

@@ -22,14 +22,9 @@
 #define COEXEC_SCOPED_CAPABILITY COEXEC_THREAD_ANNOTATION(scoped_lockable)
 // The caller must hold the lock(s) named (`this` when none is named).
 #define COEXEC_REQUIRES(...) COEXEC_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
-// The caller must not hold the lock(s): the function takes them itself.
-#define COEXEC_EXCLUDES(...) COEXEC_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 // The function (a guard's constructor) takes the lock(s) and returns holding them.
 #define COEXEC_ACQUIRE(...) COEXEC_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 // The function (a guard's destructor) lets go of the lock(s).
 #define COEXEC_RELEASE(...) COEXEC_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
-// The function checks at run time that the lock is held, or proves it some
-// other way: the analysis takes it as held from here on.
-#define COEXEC_ASSERT_CAPABILITY(...) COEXEC_THREAD_ANNOTATION(assert_capability(__VA_ARGS__))
 // The function is left out of the analysis. Every use says why it is sound.
 #define COEXEC_NO_THREAD_SAFETY_ANALYSIS COEXEC_THREAD_ANNOTATION(no_thread_safety_analysis)
