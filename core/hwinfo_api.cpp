@@ -127,17 +127,14 @@ COEXEC_API int nosv_get_num_domains(nosv_topo_level_t level) {
 COEXEC_API int* nosv_get_available_domains(nosv_topo_level_t level) {
     Runtime* rt = Runtime::get();
     if (!rt) return nullptr;
-    static const std::vector<int> node{0};
-    thread_local std::vector<int> core_ids;
     switch (level) {
     case NOSV_TOPO_LEVEL_NODE:
-        return as_array(node);
+        return as_array({0});
     case NOSV_TOPO_LEVEL_NUMA:
     case NOSV_TOPO_LEVEL_COMPLEX_SET:
         return as_array(rt->numa_system_ids());
     case NOSV_TOPO_LEVEL_CORE:
-        core_ids = cores(*rt);
-        return core_ids.data();
+        return as_array(cores(*rt));
     case NOSV_TOPO_LEVEL_CPU:
         return as_array(rt->cpu_system_ids());
     default:

@@ -24,8 +24,8 @@ typedef enum nosv_topo_level {
 
 /* Number of domains at `level`. */
 int nosv_get_num_domains(nosv_topo_level_t level);
-/* System ids of the domains at `level`; the array is owned by coexec and
- * valid until the last nosv_shutdown(). */
+/* System ids of the domains at `level`, in an array from malloc() that the
+ * caller frees, as in nOS-V. */
 int *nosv_get_available_domains(nosv_topo_level_t level);
 int nosv_get_current_logical_domain(nosv_topo_level_t level);
 int nosv_get_current_system_domain(nosv_topo_level_t level);

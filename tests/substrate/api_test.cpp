@@ -636,6 +636,66 @@ TEST(Api, HwinfoDescribesManagedCpus) {
     EXPECT_EQ(nosv_get_num_domains(NOSV_TOPO_LEVEL_COUNT), NOSV_ERR_INVALID_PARAMETER);
 }
 
+// Every level's array is the caller's to free, as in nOS-V: freeing one,
+// then asking again, reuses nothing of coexec's (a heap error, else).
+TEST(Api, EveryLevelsDomainArrayIsTheCallersToFree) {
+    Instance in;
+    for (int round = 0; round < 2; ++round)
+        for (int level = NOSV_TOPO_LEVEL_NODE; level < NOSV_TOPO_LEVEL_COUNT; ++level) {
+            const auto lvl = nosv_topo_level_t(level);
+            const int n = nosv_get_num_domains(lvl);
+            ASSERT_GE(n, 1) << level;
+            int* ids = nosv_get_available_domains(lvl);
+            ASSERT_NE(ids, nullptr) << level;
+            std::vector<int> copy(ids, ids + n);
+            std::free(ids);
+            for (int id : copy)
+                EXPECT_GE(nosv_get_num_cpus_in_domain(lvl, id), 1) << level << " " << id;
+        }
+}
+
+// exit() destroys the main thread's thread_local objects before it runs the
+// exit handlers, where an adapter's nosv_shutdown (a static destructor) or a
+// hosted main thread's detach still creates and frees tasks. Regression:
+// they went to the thread's destroyed block cache, and the heap was
+// corrupted ("corrupted double-linked list" at a later free).
+TEST(Api, TasksMadeAndFreedInAnExitHandlerLeaveTheHeapWhole) {
+    test::ScopedSegment seg;
+    auto child = [] {
+        ::unsetenv("COEXEC_DISABLE");
+        if (nosv_init() != NOSV_SUCCESS) return 1;
+        static nosv_task_type_t type = nullptr;
+        if (nosv_type_init(&type, [](nosv_task_t) {}, nullptr, nullptr, "exit", nullptr, nullptr,
+                           NOSV_TYPE_INIT_NONE) != NOSV_SUCCESS)
+            return 2;
+        // Enough tasks freed on this thread that its cache holds blocks.
+        auto churn = [](int n) {
+            std::vector<nosv_task_t> tasks(size_t(n), nullptr);
+            for (auto& t : tasks)
+                if (nosv_create(&t, type, 0, NOSV_CREATE_NONE) != NOSV_SUCCESS) std::_Exit(3);
+            for (auto t : tasks)
+                if (nosv_destroy(t, NOSV_DESTROY_NONE) != NOSV_SUCCESS) std::_Exit(4);
+        };
+        churn(50);
+        static void (*churn_at_exit)(int) = +churn;
+        std::atexit([] {
+            churn_at_exit(50);
+            if (nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE) != NOSV_SUCCESS) std::_Exit(5);
+            if (nosv_shutdown() != NOSV_SUCCESS) std::_Exit(6);
+            // glibc checks its lists as blocks of every size come and go.
+            std::vector<void*> blocks;
+            for (size_t size = 16; size <= 4096; size += 16)
+                for (int i = 0; i < 4; ++i)
+                    blocks.push_back(std::malloc(size));
+            for (void* b : blocks)
+                std::free(b);
+            std::_Exit(0);
+        });
+        std::exit(0);
+    };
+    EXPECT_EQ(test::wait_child(test::fork_child(child)), 0);
+}
+
 TEST(Api, BadConfigurationFailsInitWithAnError) {
     test::ScopedSegment seg("scheduler.quantum_ns=zero");
     EXPECT_EQ(nosv_init(), NOSV_ERR_INVALID_PARAMETER);
