@@ -76,8 +76,8 @@ void add_run(CLI::App& app, Cli& cli) {
                 "exits with the status of CMD. With --openmp (or no adapter named),\n"
                 "OpenBLAS's OpenMP build goes on the path too when installed;\n"
                 "COEXEC_OPENBLAS_DIR names another directory for it (empty: none).\n"
-                "COEXEC_HOST_THREADS=main makes the program's main thread a coexec\n"
-                "thread too (off by default: docs/threads.md).");
+                "The program's main thread is a coexec thread too: COEXEC_HOST_THREADS\n"
+                "is set to main unless it is set (none: not hosted).");
     run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");
     run->add_flag("--tbb", cli.run.tbb, "Re-host oneTBB workers");
     run->add_flag("--pocl", cli.run.pocl, "Re-host PoCL's CPU driver threads");

@@ -132,9 +132,10 @@ int run_command(const RunOptions& options) {
         return 2;
     }
     if (!set_loader_env(options, lib)) return 2;
-    // The program's main thread is hosted only when the user asks
-    // (COEXEC_HOST_THREADS=main, docs/threads.md): preempting a hosted main
-    // thread corrupts the heap of some programs (known issues, threads.md).
+    // The program's main thread runs on a CPU coexec grants, like the
+    // threads of its runtimes (core/program_threads.hpp), unless the user
+    // chose otherwise.
+    setenv("COEXEC_HOST_THREADS", "main", 0);
     std::vector<char*> argv;
     for (const auto& arg : options.command)
         argv.push_back(const_cast<char*>(arg.c_str()));

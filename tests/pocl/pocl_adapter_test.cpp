@@ -155,26 +155,26 @@ TEST(PoclAdapter, WorkersAreCoexecThreadsAndNoOthers) {
 }
 
 // The way users start it: `coexec run --pocl -- CMD` on an unmodified binary.
-// The workers are coexec threads; the main thread and a thread the program
-// starts are not (docs/threads.md).
+// The workers are coexec threads, and so is the main thread, which `coexec
+// run` hosts (docs/threads.md); a thread the program starts is not.
 TEST(PoclAdapter, CoexecRunPoclRehostsTheWorkers) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
     Command c = workload({"identity"}, Mode::Stock);
     c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
     Outcome o = run(c);
     ASSERT_EQ(o.exit_code, 0) << o.err;
-    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=none\n");
+    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=coexec\n");
 }
 
-// With COEXEC_HOST_THREADS=main, the main thread is a coexec thread too.
-TEST(PoclAdapter, CoexecRunHostingTheMainThread) {
+// With COEXEC_HOST_THREADS=none, only the workers are.
+TEST(PoclAdapter, CoexecRunWithoutHostingTheMainThread) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
     Command c = workload({"identity"}, Mode::Stock);
     c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
-    c.env["COEXEC_HOST_THREADS"] = "main";
+    c.env["COEXEC_HOST_THREADS"] = "none";
     Outcome o = run(c);
     ASSERT_EQ(o.exit_code, 0) << o.err;
-    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=coexec\n");
+    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=none\n");
 }
 
 TEST(PoclAdapter, StockWorkersAreNotCoexecThreads) {
