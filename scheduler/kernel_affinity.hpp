@@ -1,7 +1,7 @@
 // The kernel's CPU affinity, through the raw system calls.
 //
 // libcoexec exports sched_getaffinity, sched_setaffinity and the pthread_*
-// variants (core/affinity_interpose.cpp): for a thread coexec manages they
+// variants (core/interpose/affinity_interpose.cpp): for a thread coexec manages they
 // answer with the mask the thread had before coexec pinned it, and remember
 // a new mask instead of applying it. coexec's own pinning must reach the
 // kernel, so it never calls those names: a call from inside libcoexec would

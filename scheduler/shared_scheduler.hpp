@@ -292,7 +292,7 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // kNone. Returns a given CPU's holder at most once per that period.
     int32_t overdue_holder(int32_t cpu, int32_t waiter, uint64_t now);
     // Locked. Like give_way(), for a holder that gives way to its own
-    // process (a program thread, see core/program_threads.hpp): a thread
+    // process (a program thread, see core/interpose/program_threads.hpp): a thread
     // of `self` that waits for `cpu`, or a pool thread for its ready work,
     // gets it, and `thread` waits for a CPU. False (and nothing changes)
     // if none can take it.

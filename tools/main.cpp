@@ -6,7 +6,7 @@
 #include <limits>
 
 // Keeps the CLI out of the instance when libcoexec is preloaded into it
-// (core/program_threads.cpp): `coexec ps` under `coexec run` only looks.
+// (core/interpose/program_threads.cpp): `coexec ps` under `coexec run` only looks.
 extern "C" __attribute__((visibility("default"), used)) const int coexec_never_host_threads = 1;
 
 namespace {

@@ -63,7 +63,7 @@ std::vector<std::string> child_environment(const GlobalOptions& global) {
     }
     // The overrides go where the runtime reads them: NOSV_CONFIG_OVERRIDE
     // when it is set and not empty, else COEXEC_CONFIG_OVERRIDE when it is
-    // (core/config.cpp), else a new NOSV_CONFIG_OVERRIDE.
+    // (config/config.cpp), else a new NOSV_CONFIG_OVERRIDE.
     const char* nosv = std::getenv("NOSV_CONFIG_OVERRIDE");
     const char* ours = std::getenv("COEXEC_CONFIG_OVERRIDE");
     std::string key = !(nosv && *nosv) && ours && *ours ? "COEXEC_CONFIG_OVERRIDE="

@@ -133,7 +133,7 @@ int run_command(const RunOptions& options) {
     }
     if (!set_loader_env(options, lib)) return 2;
     // The program's main thread runs on a CPU coexec grants, like the
-    // threads of its runtimes (core/program_threads.hpp), unless the user
+    // threads of its runtimes (core/interpose/program_threads.hpp), unless the user
     // chose otherwise.
     setenv("COEXEC_HOST_THREADS", "main", 0);
     std::vector<char*> argv;

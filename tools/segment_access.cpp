@@ -39,7 +39,7 @@ shm::SegmentMapping open_checked(const shm::SegmentOptions& options, const Targe
 
 std::optional<Target> resolve_target(const GlobalOptions& global, std::string& error) {
     Target t;
-    core::ConfigResult loaded = core::load_config(t.config);
+    config::ConfigResult loaded = config::load_config(t.config);
     if (!loaded.ok) {
         error = loaded.error;
         return std::nullopt;
@@ -47,7 +47,7 @@ std::optional<Target> resolve_target(const GlobalOptions& global, std::string& e
     for (const auto& w : loaded.warnings)
         std::fprintf(stderr, "coexec: warning: %s\n", w.c_str());
     if (global.name) {
-        core::ConfigResult r = core::apply_setting(t.config, "shared_memory.name", *global.name);
+        config::ConfigResult r = config::apply_setting(t.config, "shared_memory.name", *global.name);
         if (!r.ok) {
             error = "--name: " + r.error;
             return std::nullopt;

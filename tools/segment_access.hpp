@@ -1,7 +1,7 @@
 // Finding and attaching to the segment the CLI inspects.
 #pragma once
 
-#include "core/config.hpp"
+#include "config/config.hpp"
 #include "shm/segment.hpp"
 
 #include <optional>
@@ -18,7 +18,7 @@ struct GlobalOptions {
 // The segment a command works on: the configuration in force, resolved
 // exactly as the runtime resolves it, with the global options on top.
 struct Target {
-    core::Config config;
+    config::Config config;
     shm::SegmentOptions options;
     std::string shm_name; // e.g. "/coexec.coexec.u1000"
 };

@@ -1,6 +1,6 @@
 #include "snapshot.hpp"
 
-#include "core/config.hpp"
+#include "config/config.hpp"
 #include "scheduler/shared_scheduler.hpp"
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"
@@ -173,7 +173,7 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     info.quantum_ns = h.config.quantum_ns;
     info.preempt_after_ns = h.config.preempt_after_ns;
     info.governor = h.config.governor_policy <= 2
-                        ? core::governor_name(core::GovernorPolicy(h.config.governor_policy))
+                        ? config::governor_name(config::GovernorPolicy(h.config.governor_policy))
                         : "unknown";
     info.governor_spins = h.config.governor_spins;
     info.isolation = shm::isolation_name(h.config.isolation);

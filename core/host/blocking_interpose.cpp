@@ -5,7 +5,7 @@
 // to the next definition unchanged (libc's, or a later interposer's: the
 // re-hosted libomp's sleep and yield wrappers, say). These take effect
 // because `coexec run` preloads this library; nothing links against it
-// (core/host_calls.h says why).
+// (core/interpose/host_calls.h says why).
 //
 // How the CPU goes away depends on what the thread waits for:
 //   - waits for other threads (condition variables, semaphores, barriers,
@@ -22,9 +22,9 @@
 //     Giving a CPU away at every short wait would cost two hand-offs each.
 // A lock or semaphore is tried first, so an uncontended one costs what it
 // costs without coexec, plus a thread-local check.
-#include "core/forwarded_call.hpp"
-#include "core/host_calls.h"
-#include "core/next_definition.hpp"
+#include "core/interpose/forwarded_call.hpp"
+#include "core/interpose/host_calls.h"
+#include "core/interpose/next_definition.hpp"
 
 #include <coexec/ext.h>
 #include <nosv.h>

@@ -6,7 +6,7 @@
 // runs on a CPU coexec grants, not beside the threads it hosts. The thread
 // gives its CPU away where it blocks in the C library
 // (blocking_interpose.cpp), and is detached at exit.
-#include "core/host_calls.h"
+#include "core/interpose/host_calls.h"
 
 #include <coexec/ext.h>
 #include <nosv.h>

@@ -2,13 +2,13 @@
 # coexec reads is in docs/configuration.md (run with cmake -P).
 #   -DSOURCE_DIR=<the coexec sources>
 # Keys: each `key == "section.name"` of apply_setting() and each entry of
-# kIgnoredNosvKeys in core/config.cpp. Variables: each getenv("NAME") and
+# kIgnoredNosvKeys in config/config.cpp. Variables: each getenv("NAME") and
 # each "COEXEC_*" / "NOSV_*" string literal in the sources of the library,
 # the CLI and the adapters. Each must appear in the document as `NAME`.
 cmake_minimum_required(VERSION 3.25)
 set(doc_file ${SOURCE_DIR}/docs/configuration.md)
 file(READ ${doc_file} doc)
-file(READ ${SOURCE_DIR}/core/config.cpp config)
+file(READ ${SOURCE_DIR}/config/config.cpp config)
 
 set(keys "")
 string(REGEX MATCHALL "key == \"[a-z_]+\\.[a-z_]+\"" matches "${config}")
@@ -27,12 +27,12 @@ list(LENGTH matches ignored)
 # Too few found means the parser changed shape, not that the doc is right.
 if(accepted LESS 8 OR ignored LESS 10)
   message(FATAL_ERROR "found only ${accepted} accepted and ${ignored} ignored keys in "
-                      "core/config.cpp: this check no longer reads it right")
+                      "config/config.cpp: this check no longer reads it right")
 endif()
 
 set(vars "")
 file(GLOB_RECURSE sources
-  ${SOURCE_DIR}/core/*.cpp ${SOURCE_DIR}/core/*.hpp ${SOURCE_DIR}/tools/*.cpp
+  ${SOURCE_DIR}/config/*.cpp ${SOURCE_DIR}/core/*.cpp ${SOURCE_DIR}/core/*.hpp ${SOURCE_DIR}/tools/*.cpp
   ${SOURCE_DIR}/adapters/openmp/shim/*.cpp ${SOURCE_DIR}/adapters/openmp/shim/*.h
   ${SOURCE_DIR}/adapters/tbb/*.cpp ${SOURCE_DIR}/adapters/tbb/*.h
   ${SOURCE_DIR}/adapters/pocl/*.cpp ${SOURCE_DIR}/adapters/pocl/*.hpp)

@@ -5,9 +5,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace coexec;
-    core::Config config;
+    config::Config config;
     std::string_view text(reinterpret_cast<const char*>(data), size);
-    core::ConfigResult r = core::apply_config_text(config, text, "fuzz.toml");
+    config::ConfigResult r = config::apply_config_text(config, text, "fuzz.toml");
     fuzz::check_config(r, config);
     return 0;
 }

@@ -8,9 +8,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace coexec;
-    core::Config config;
+    config::Config config;
     std::string overrides(reinterpret_cast<const char*>(data), size);
-    core::ConfigResult r = core::apply_overrides(config, overrides);
+    config::ConfigResult r = config::apply_overrides(config, overrides);
     fuzz::check_config(r, config);
     if (!r.ok || config.binding == "all" || config.binding == "inherit") return 0;
     // The runtime hands the binding to parse_cpu_list() at nosv_init.

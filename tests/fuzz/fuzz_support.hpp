@@ -1,7 +1,7 @@
 // Helpers shared by the libFuzzer targets.
 #pragma once
 
-#include "core/config.hpp"
+#include "config/config.hpp"
 #include "shm/layout.hpp"
 
 #include <algorithm>
@@ -50,7 +50,7 @@ inline shm::Segment& segment_from(const uint8_t* data, size_t size) {
 
 // What every successfully loaded configuration must satisfy, whatever the
 // input: the ranges apply_setting() documents in its error messages.
-inline void check_config(const core::ConfigResult& r, const core::Config& c) {
+inline void check_config(const config::ConfigResult& r, const config::Config& c) {
     if (!r.ok) {
         if (r.error.empty()) fail("a failed load has no error message");
         return;

@@ -3,7 +3,7 @@
 // wake whom they should, and submits that other code banked for the task
 // survive the wait.
 #include "adapters/pocl/src/cond_waiters.hpp"
-#include "core/task.hpp"
+#include "core/tasks/task.hpp"
 #include "tests/substrate/support.hpp"
 
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ void signal_all(pthread_cond_t* cond) {
 
 // Whether `task` is paused in nosv_pause with no submit banked for it, so
 // that only a submit can resume it. The public API has no such query; the
-// task's status word (core/task_status.hpp) tells.
+// task's status word (core/tasks/task_status.hpp) tells.
 bool parked(nosv_task_t task) {
     return task != nullptr && task->status.state() == coexec::core::TaskState::Paused;
 }

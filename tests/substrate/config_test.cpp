@@ -1,5 +1,5 @@
 // Configuration: defaults, overrides, TOML files, errors and warnings.
-#include "core/config.hpp"
+#include "config/config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-using namespace coexec::core;
+using namespace coexec::config;
 
 namespace {
 struct EnvGuard {

@@ -1,7 +1,7 @@
-// HandBackGuess (core/hand_back.hpp): when a thread that gave its CPU to a
+// HandBackGuess (core/cpu/hand_back.hpp): when a thread that gave its CPU to a
 // teammate yields for it, and how it backs off once the CPU stops coming
 // back quickly.
-#include "core/hand_back.hpp"
+#include "core/cpu/hand_back.hpp"
 
 #include <gtest/gtest.h>
 

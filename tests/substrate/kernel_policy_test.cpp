@@ -1,7 +1,7 @@
 // The kernel policy of coexec's threads (CpuBinding, BatchGuess): they run
 // under SCHED_BATCH, except after a wake-up that waited behind a program
 // outside coexec on the same CPU.
-#include "core/batch_guess.hpp"
+#include "core/cpu/batch_guess.hpp"
 #include "support.hpp"
 
 #include <sched.h>

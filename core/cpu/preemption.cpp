@@ -1,0 +1,200 @@
+#include "core/cpu/preemption.hpp"
+
+#include "core/interpose/program_threads.hpp"
+#include "core/runtime/runtime.hpp"
+
+#include "shm/clock.hpp"
+#include "shm/liveness.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace coexec::core {
+
+using namespace coexec::shm;
+using scheduler::WakeList;
+
+namespace {
+// Ignored by default: a process that never installed the handler (or has
+// just left) is not hurt by a late signal.
+constexpr int kPreemptSignal = SIGURG;
+} // namespace
+
+namespace {
+// Inside fork() (Preemption::fork_begins()). Initial-exec: the handler reads it.
+thread_local bool t_forking __attribute__((tls_model("initial-exec"))) = false;
+} // namespace
+
+void Preemption::fork_begins() {
+    t_forking = true;
+    // The handler runs on this thread: ordered for it, not for others.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+void Preemption::fork_ends() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_forking = false;
+}
+
+int& runtime_depth() {
+    // Initial-exec: the handler reads it, and must not allocate TLS lazily.
+    static thread_local int depth __attribute__((tls_model("initial-exec"))) = 0;
+    return depth;
+}
+
+bool Preemption::install() {
+    if (rt_.segment()->header.config.preempt_after_ns == 0) return false;
+    struct sigaction old {};
+    if (sigaction(kPreemptSignal, nullptr, &old) != 0) return false;
+    const bool ours = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == &on_signal;
+    if (!ours) {
+        // A handler of the program's own is left alone: no preemption then.
+        if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+            return false;
+        struct sigaction sa {};
+        sa.sa_handler = &on_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(kPreemptSignal, &sa, nullptr) != 0) return false;
+    }
+    rt_.sched().set_preemptible(rt_.proc(), true);
+    installed_.store(true, std::memory_order_relaxed);
+    return true;
+}
+
+void Preemption::uninstall() {
+    installed_.store(false, std::memory_order_relaxed);
+    rt_.sched().set_preemptible(rt_.proc(), false);
+}
+
+void Preemption::on_signal(int) {
+    const int saved_errno = errno;
+    // Inside coexec the thread may hold the segment lock or be halfway
+    // through changing its own state: it reaches a scheduling point soon
+    // anyway. Only user code (depth 0) gives way here.
+    Runtime* rt = Runtime::get();
+    ThreadContext* self = rt ? this_thread_context() : nullptr;
+    if (self && runtime_depth() == 0 && !t_forking) {
+        RuntimeSection section;
+        // The monitor found the program thread asleep on its CPU: lend it
+        // and return to the sleep (program_threads.hpp).
+        if (self->program && rt->program_lend_asked_.exchange(false, std::memory_order_acquire))
+            lend_while_asleep(*rt, *self);
+        else
+            rt->preemption_.give_way(*self);
+    }
+    errno = saved_errno;
+}
+
+void Preemption::lend_while_asleep(Runtime& rt, ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (self.cpu == kNone || !t || self.immediate || self.has_batch() || t->par.active() ||
+        !rt.holds(self, self.cpu))
+        return;
+    // Runtime::lend_cpu() without its hand-off to waiting work, which may
+    // start a thread: async-signal context allows only the segment's lock.
+    rt.step_out(self);
+    rt.binding_->lend(self);
+    self.own_affinity_applies = self.keeps_affinity;
+    program_thread_lent_asleep();
+}
+
+void Preemption::give_way(ThreadContext& self) {
+    // Async-signal context: no allocation and no lock but the segment's
+    // (which a depth-0 thread cannot hold). The task stays Running: to a
+    // resume that races with this, it is a running task.
+    const int32_t c = self.cpu;
+    nosv_task* t = self.current;
+    // A parallel execution has no thread of its own to resume on: it runs
+    // to its end (other processes get the CPU between executions).
+    if (c == kNone || !t || self.immediate || t->par.active() || !rt_.holds(self, c)) return;
+    auto& sched = rt_.sched();
+    WakeList wakes;
+    bool gave = false;
+    {
+        scheduler::SchedulerLock lock(sched, wakes);
+        // Queued under the lock that granted the CPU away: whoever leaves it
+        // next decides with this demand in view.
+        if (sched.give_way(c, rt_.proc(), self.slot, wakes)) {
+            gave = true;
+            rt_.queue_->push_preempted(t, c);
+        } else if (self.program && sched.give_way_within(c, rt_.proc(), self.slot, wakes)) {
+            // A program thread also gives way to its own process's work,
+            // which it may be spinning for: behind that work, on any CPU.
+            gave = true;
+            rt_.queue_->push_unplaced(t);
+        }
+        if (gave) self.cpu = kNone;
+    }
+    wakes.flush(sched.segment());
+    if (!gave) return;
+    sched.count_preemption(rt_.proc());
+    rt_.workers_.blocked(self);
+    if (rt_.wait_for_cpu(self) == kNone) self.cpu = kNone;
+    rt_.workers_.unblocked(self);
+}
+
+void Preemption::ask_overdue_holders() {
+    Segment& s = *rt_.segment();
+    const uint64_t now = now_ns();
+    for (int32_t c = 0; c < s.header.cpu_count; ++c) {
+        int32_t t = rt_.sched().overdue_holder(c, rt_.proc(), now);
+        if (t == kNone) continue;
+        const ThreadSlot& th = s.threads[t];
+        pid_t pid = s.procs[th.proc].pid;
+        // A holder asleep in a system call is not spinning: a signal would
+        // only cut its sleep short (sleep() does not resume).
+        const pid_t tid = th.tid.load(std::memory_order_relaxed);
+        if (tid <= 0 || !thread_on_cpu(pid, tid)) continue;
+        ::syscall(SYS_tgkill, pid, tid, kPreemptSignal);
+    }
+    ask_overdue_program_thread(now);
+}
+
+void Preemption::ask_sleeping_program_thread() {
+    // Without our handler the signal would reach the program's, or nobody.
+    if (!installed_.load(std::memory_order_relaxed)) return;
+    const int32_t t = rt_.program_slot_.load(std::memory_order_relaxed);
+    Segment& s = *rt_.segment();
+    int32_t held = kNone;
+    for (int32_t c = 0; t != kNone && c < s.header.cpu_count && held == kNone; ++c)
+        if (s.cpus[c].owner_proc.load(std::memory_order_relaxed) == rt_.proc() &&
+            s.cpus[c].owner_thread.load(std::memory_order_relaxed) == t &&
+            s.cpus[c].state.load(std::memory_order_relaxed) == CpuState::Running)
+            held = c;
+    if (held == kNone) {
+        asleep_seen_ = {};
+        return;
+    }
+    const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
+    const uint64_t since = s.cpus[held].since_ns.load(std::memory_order_relaxed);
+    const int64_t ran = tid > 0 ? thread_run_ns(::getpid(), tid) : -1;
+    const Sighting now{held, since, ran};
+    // Asleep for the whole period: the same grant, no run time since the
+    // last look, and not running now.
+    const bool asleep = ran >= 0 && asleep_seen_.cpu == held && asleep_seen_.since_ns == since &&
+                        asleep_seen_.run_ns == ran && !thread_on_cpu(::getpid(), tid);
+    asleep_seen_ = now;
+    if (!asleep) return;
+    asleep_seen_ = {};
+    rt_.program_lend_asked_.store(true, std::memory_order_release);
+    ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
+}
+
+void Preemption::ask_overdue_program_thread(uint64_t now) {
+    const int32_t t = rt_.program_slot_.load(std::memory_order_relaxed);
+    if (t == kNone || !installed_.load(std::memory_order_relaxed)) return;
+    Segment& s = *rt_.segment();
+    for (int32_t c = 0; c < s.header.cpu_count; ++c) {
+        if (!rt_.sched().overdue_within(c, rt_.proc(), t, now)) continue;
+        // Asleep in a system call it holds no CPU in practice; see above.
+        const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
+        if (tid > 0 && thread_on_cpu(::getpid(), tid))
+            ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
+        return; // a thread holds one CPU
+    }
+}
+
+} // namespace coexec::core

@@ -1,0 +1,285 @@
+// The one per-process runtime object. It owns the parts, each with one job:
+//   Membership   the process's place in the shared instance (membership.*);
+//   WorkerPool   its worker threads (worker_pool.*);
+//   IdlePolicy   what a worker does with a CPU it has no work for;
+//   CpuBinding   kernel affinity, and CPUs kept or lent outside coexec;
+//   Preemption   the safety net for holders that never yield.
+// It also uses the AffinityRegistry (affinity.hpp), the masks managed
+// threads show: a process-wide object that outlives the runtime, in which
+// the runtime lists its threads while they are managed.
+// Runtime itself keeps the process's ready queue and tasks; it joins and
+// runs the monitor (runtime.cpp), and has the scheduling points: how a
+// thread leaves its CPU (scheduling.cpp), the task operations behind the C API
+// (task_ops.cpp; parallel tasks in parallel_ops.cpp, suspensions in
+// suspend.cpp, joins in join.cpp), and the worker loop (worker_loop.cpp). Every
+// change to the segment goes through the scheduler.
+#pragma once
+
+#include "core/interpose/affinity.hpp"
+#include "config/config.hpp"
+#include "core/cpu/cpu_binding.hpp"
+#include "core/cpu/idle_policy.hpp"
+#include "core/runtime/membership.hpp"
+#include "core/cpu/preemption.hpp"
+#include "core/tasks/ready_queue.hpp"
+#include "core/runtime/spin_lock.hpp"
+#include "core/tasks/task.hpp"
+#include "core/tasks/task_pool.hpp"
+#include "core/runtime/thread_context.hpp"
+#include "core/runtime/thread_starts.hpp"
+#include "core/cpu/worker_pool.hpp"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+
+namespace coexec::core {
+
+class Runtime {
+  public:
+    // Who may end an init with shutdown(): the thread that called nosv_init
+    // (nOS-V's rule), or any thread of the process (an adapter's init, made
+    // on whichever thread first needed coexec).
+    enum class InitOwner { Thread, Process };
+    // Joins the instance (nesting). Returns a nosv error code; why it failed
+    // is printed, or only kept for last_error() when `quiet`.
+    static int init(InitOwner owner, bool quiet = false);
+    static const char* last_error();
+    // Ends one init the caller may end, and leaves the instance when the
+    // nesting count reaches zero.
+    static int shutdown();
+    // At exit (or when libcoexec is unloaded) with no last shutdown: see
+    // Membership::drop_name_if_alone().
+    static void exit_without_shutdown();
+    // Returns once no thread the runtime created is still starting (see
+    // ThreadStarts); fork() calls it.
+    void await_thread_starts() const { thread_starts_.await(); }
+    // The runtime, or null before init / after the last shutdown.
+    static Runtime* get() { return instance_.load(std::memory_order_acquire); }
+
+    // ---- topology (logical indices) ----------------------------------
+    const Membership& membership() const { return member_; }
+    int cpu_count() const { return member_.cpu_count(); }
+    int numa_count() const { return member_.numa_count(); }
+    int numa_of_cpu(int cpu) const { return member_.numa_of_cpu(cpu); }
+    const std::vector<int>& cpu_system_ids() const { return member_.cpu_system_ids(); }
+    const std::vector<int>& numa_system_ids() const { return member_.numa_system_ids(); }
+    int logical_cpu(int system_id) const { return member_.logical_cpu(system_id); }
+    int logical_numa(int system_id) const { return member_.logical_numa(system_id); }
+    shm::Segment* segment() const { return &member_.segment(); }
+    const coexec::config::Config& config() const { return config_; }
+
+    // ---- the scheduling points (see the nosv_* contracts) ------------
+    int submit(nosv_task* task, nosv_flags_t flags);
+    int pause(ThreadContext& self);
+    int yield(ThreadContext& self);
+    int schedpoint(ThreadContext& self);
+    int waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns);
+    int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
+               bool keeps_affinity);
+    int detach(ThreadContext& self, bool restore_affinity);
+    int block_enter(ThreadContext& self);
+    int lend_cpu(ThreadContext& self);
+    int keep_cpu(ThreadContext& self);
+    int lend_kept_cpu(ThreadContext& self);
+    int block_exit(ThreadContext& self);
+    // block_exit() only if that needs no wait: the CPU lent or kept is
+    // still the thread's. False (the thread stays outside) otherwise.
+    bool reclaim_cpu(ThreadContext& self);
+    // See coexec_cpu_wanted(): COEXEC_CPU_WANTED_* flags, 0 when none.
+    int cpu_wanted(const ThreadContext& self) const;
+    // See coexec_spare_cpus().
+    int spare_cpus() const;
+    // See coexec_quantum().
+    uint64_t quantum_ns() const;
+    // Completes `task` if its last event is gone.
+    void release_events(nosv_task* task, uint64_t count);
+
+    // ---- joinable tasks (join.cpp) ------------------------------------
+    // Waits until each of `tasks` (valid, joinable, distinct) completed the
+    // run last submitted, at most `timeout_ns` (0: only checks; UINT64_MAX:
+    // no limit). A calling task waits without its CPU. Returns the codes
+    // that nosv_join_all documents.
+    int join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns);
+    // Counts a completed run of a joinable task and wakes its joiner: the
+    // completion's last access to the task, which the joiner may destroy.
+    void finish_join(JoinState& join);
+
+    // ---- parallel tasks and the submit window (parallel_ops.cpp) ------
+    // nosv_cancel from the calling task: no execution of it starts from now
+    // on. NOSV_ERR_INVALID_OPERATION when it was cancelled already.
+    int cancel(ThreadContext& self);
+    // nosv_set_submit_window_size for the calling task (size > 0).
+    void set_submit_window(ThreadContext& self, size_t size);
+    // Makes the submits held in the calling thread's window ready (inline:
+    // most calls find it empty, on paths as hot as pause).
+    void flush_window(ThreadContext& self) {
+        if (!self.window.empty()) flush_held(self);
+    }
+    // The running body ends: its window is flushed and back to size 1.
+    void end_window(ThreadContext& self);
+
+    // ---- nosv_suspend (suspend.cpp) -----------------------------------
+    // Before a body runs: a fresh run's event count, or a resumed one's.
+    void begin_body(nosv_task* task);
+    // After a body that called nosv_suspend returned on `self`: the task is
+    // suspended, and resumed as its mode says.
+    void suspend_after_body(ThreadContext& self, nosv_task* task);
+    // Suspended -> Ready, if still suspended (a timer fired).
+    void resume_suspended(nosv_task* task);
+    // For nosv_destroy: Suspended -> Created, with its timer (if any)
+    // cancelled, so that nothing in the runtime refers to the task any more.
+    // False when it was not suspended (a submit or its timer resumed it).
+    bool discard_suspended(nosv_task* task);
+    // For release_events: the last event of a task suspended with
+    // EVENT_SUBMIT resumes it rather than completing it.
+    bool resume_after_events(nosv_task* task);
+
+    // ---- program threads (program_threads.hpp) ------------------------
+    // The calling attached thread is (or no longer is) a program thread
+    // that coexec hosts: the preemption safety net then also gives its CPU
+    // to this process's own work when it holds it too long (Preemption).
+    void host_program_thread(ThreadContext& self);
+    void unhost_program_thread(ThreadContext& self);
+
+    scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
+    // Task storage: a task plus `metadata_size` bytes.
+    nosv_task* new_task(nosv_task_type* type, size_t metadata_size);
+    void delete_task(nosv_task* task);
+    nosv_task_type* external_type() { return &external_type_; }
+
+    ~Runtime();
+
+  private:
+    friend class WorkerPool;
+    friend class IdlePolicy;
+    friend class Preemption;
+
+    Runtime()
+        : affinity_(AffinityRegistry::instance()), idle_(*this), workers_(*this),
+          preemption_(*this), suspend_timers_(thread_starts_) {}
+    int start(bool quiet);
+    // Reports why start() fails (printed unless quiet) and keeps it.
+    void fail_reason(const std::string& why, bool quiet);
+    void stop();
+    // Watches for processes that died holding CPUs, for work of ours that
+    // no CPU picked up, for holders past their turn, and for kept CPUs.
+    void monitor_main();
+
+    scheduler::SharedScheduler& sched() const { return member_.scheduler(); }
+    int32_t proc() const { return member_.proc(); }
+    bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+
+    // ---- ready work (scheduling.cpp) ----------------------------------
+    // Queues a ready task and makes sure some CPU will pick it up.
+    void make_ready(nosv_task* task, bool front);
+    // Gives an unheld CPU to this process's work when one exists.
+    void kick(const scheduler::Placement& where);
+    // For a task that lives on its own thread (attached, or resumed): when
+    // a CPU is unheld it goes straight to that thread, and the task is not
+    // queued. Returns false when it did nothing (no CPU is unheld).
+    bool give_directly(nosv_task* task, const scheduler::Placement& where, bool front);
+    nosv_task* pop_own(int cpu);
+    // A submitted task becomes ready: all its executions for a parallel
+    // one (make_ready_parallel), else make_ready().
+    void ready_submitted(nosv_task* task, bool front);
+    void make_ready_parallel(nosv_task* task);
+    void flush_held(ThreadContext& self);
+    // Under queue_lock_. Whether the caller, who popped `t`, may hand it on:
+    // false when a direct grant reached the task's thread first.
+    bool claimed_by_us(nosv_task* t);
+    // Under queue_lock_. Queues a task that lives on its own thread; as the
+    // only ready item of the process, it lets a CPU granted to the process
+    // (by another, or by a CPU of its own going free) reach the thread
+    // directly (SharedScheduler::open_receiver()).
+    void queue_own_task(nosv_task* task, const scheduler::Placement& where, bool front);
+    // After a grant: a direct one leaves the thread's own task queued; take
+    // it out.
+    void withdraw_if_granted(ThreadContext& self);
+    // The next task for a free worker: its batch, else the queue (refilling
+    // the batch when the queue is long).
+    nosv_task* next_for_worker(ThreadContext& self);
+    void return_batch(ThreadContext& self);
+
+    // ---- leaving and getting a CPU (scheduling.cpp) -------------------
+    // What the caller should do after leaving its CPU.
+    // Continue: the caller keeps the CPU. Gone: the CPU went to another
+    // thread. Pooled: it went to another process and the caller (a free
+    // worker) is already back in the pool. Holding: the caller keeps the
+    // CPU idle.
+    enum class AfterLeaving { Continue, Gone, Pooled, Holding };
+    // Why the caller leaves its CPU.
+    enum class LeaveReason {
+        Done,  // a free worker between tasks: it may get the next task back
+        Block, // its task stops; it is made ready only after the thread left
+        Yield, // as Block, but the caller keeps the CPU if nothing else wants it
+    };
+    // The caller is leaving its CPU. Only a free worker (Done) gets a task
+    // back, in `*next`, and then Continues. The threads the CPU went to are
+    // in `wakes`: the caller wakes them once it has nothing left to do but
+    // sleep (woken earlier, one would preempt it on this CPU, and the caller
+    // would stay runnable without a CPU until the kernel ran it again).
+    AfterLeaving leave_cpu(ThreadContext& self, LeaveReason why, scheduler::WakeList& wakes,
+                           nosv_task** next = nullptr);
+    AfterLeaving hand_to(ThreadContext& self, nosv_task* task, bool can_run,
+                         scheduler::WakeList& wakes, nosv_task** next);
+    AfterLeaving go_unheld(ThreadContext& self, bool can_run, scheduler::WakeList& wakes);
+    // Whether `self` is the Running holder of `cpu` (for assertions).
+    bool holds(const ThreadContext& self, int32_t cpu) const;
+    // Blocks until the thread is granted a CPU; returns it, or kNone when
+    // the runtime stops.
+    int32_t wait_for_cpu(ThreadContext& self);
+    // The caller's thread leaves its CPU (Block or Yield). Its task may be
+    // made ready again only after this: made ready while the thread still
+    // held a CPU, it could be granted a second one. False if a Yield found
+    // nothing else for the CPU and kept it. The CPU's next holder is in
+    // `wakes`, as for leave_cpu().
+    bool step_off_cpu(ThreadContext& self, LeaveReason why, scheduler::WakeList& wakes);
+    // After step_off_cpu() and once the caller's task is ready: wakes the
+    // threads in `wakes`, then waits for the CPU granted to the caller.
+    void step_on_cpu(ThreadContext& self, scheduler::WakeList& wakes);
+    // The caller's task stops running and the thread leaves coexec's view.
+    void step_out(ThreadContext& self);
+
+    // ---- workers (worker_loop.cpp) -----------------------------------
+    void worker_main(ThreadContext& self);
+    void run_task(ThreadContext& self, nosv_task* task);
+    // One execution of a parallel task (run_task's path for them).
+    void run_execution(ThreadContext& self, nosv_task* task);
+    void show_label(ThreadContext& self, const nosv_task_type* type);
+
+    static std::atomic<Runtime*> instance_;
+
+    coexec::config::Config config_;
+    // Outlives the runtime (see AffinityRegistry); the runtime lists its
+    // threads there while they are managed.
+    AffinityRegistry& affinity_;
+    // The mask workers show: the init thread's at nosv_init.
+    cpu_set_t process_mask_{};
+    Membership member_;
+    std::optional<CpuBinding> binding_; // made once the segment is joined
+    IdlePolicy idle_;
+    ThreadStarts thread_starts_; // of workers_, monitor_ and suspend_timers_
+    WorkerPool workers_;
+    Preemption preemption_;
+    // The slot of the program thread coexec hosts (the main thread), or
+    // kNone. Written by that thread, read by the monitor (relaxed: a stale
+    // read only delays or skips one request of the safety net, whose
+    // handler checks the thread's own state again).
+    std::atomic<int32_t> program_slot_{shm::kNone};
+    // Set by the monitor before it signals the program thread asleep on
+    // its CPU, taken by the thread's handler (Preemption).
+    std::atomic<bool> program_lend_asked_{false};
+
+    SpinLock queue_lock_;
+    std::unique_ptr<ReadyQueue> queue_;
+
+    TaskPool task_pool_;
+    std::atomic<bool> stopping_{false};
+    std::thread monitor_;
+    nosv_task_type external_type_;
+    SuspendTimers suspend_timers_; // TIMEOUT_SUBMIT suspensions (suspend.cpp)
+};
+
+} // namespace coexec::core

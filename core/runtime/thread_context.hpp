@@ -1,0 +1,120 @@
+// What coexec knows about one of its threads, private to the process.
+#pragma once
+
+#include "core/interpose/affinity.hpp"
+#include "core/cpu/batch_guess.hpp"
+#include "core/cpu/hand_back.hpp"
+#include "core/tasks/task.hpp"
+#include "scheduler/keep_word.hpp"
+#include "shm/layout.hpp"
+
+#include <atomic>
+#include <memory>
+#include <sched.h>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace coexec::core {
+
+struct ThreadContext {
+    int32_t slot = shm::kNone; // the thread's slot in the segment
+    int32_t cpu = shm::kNone;  // logical CPU held now
+    // Logical CPU held last (set at each grant). Read by the queue under its
+    // mutex while the thread waits in the queue: the write came before the
+    // thread queued itself, and the next one comes after it was popped.
+    int32_t last_cpu = shm::kNone;
+    int32_t lent_cpu = shm::kNone;              // CPU lent by coexec_lend_cpu, maybe taken since
+    int32_t kept_cpu = shm::kNone;              // CPU kept by coexec_keep_cpu, maybe taken since
+    scheduler::KeepWord kept_word;              // the keep period of kept_cpu
+    nosv_task* current = nullptr;               // what nosv_self() returns
+    nosv_task* assigned = nullptr;              // unbound task handed over with a CPU
+    nosv_task* immediate = nullptr;             // NOSV_SUBMIT_IMMEDIATE successor
+    const nosv_task_type* shown_type = nullptr; // whose label the slot shows
+    // Tasks a worker took from a long queue in one go (see pop_batch); they
+    // go back to the queue before the worker blocks or loses its CPU.
+    static constexpr size_t kBatch = 16;
+    nosv_task* batch[kBatch] = {};
+    size_t batch_next = 0, batch_end = 0;
+    bool has_batch() const { return batch_next < batch_end; }
+    // The thread gave its CPU to another thread (a teammate, or another
+    // process's) and waits for one again; its next wait_for_cpu() may yield
+    // before it sleeps, as `hand_back` guesses. Only the thread uses them.
+    bool handed_off = false;
+    HandBackGuess hand_back;
+    // The parallel execution this thread runs (nosv_get_execution_id).
+    uint32_t execution_id = 0;
+    // The submit window of the task running here (a started task stays on
+    // its thread): its size (nosv_set_submit_window_size, back to 1 when the
+    // body ends) and the submits it holds, each with its UNLOCKED hint,
+    // flushed before the task leaves the CPU.
+    uint32_t window_size = 1;
+    std::vector<std::pair<nosv_task*, bool>> window;
+    bool worker = false;
+    bool attached = false;
+    int attach_nesting = 0;           // nested nosv_attach calls a nosv_detach undoes first
+    nosv_task* attach_task = nullptr; // an attached thread's own task
+    bool keeps_affinity = false;      // attached with COEXEC_ATTACH_KEEP_AFFINITY
+    bool program = false;             // a program thread coexec hosts (program_threads.hpp)
+    bool pinned = false;              // such a thread, pinned by bind_to()
+    // CpuBinding::adopt() set SCHED_BATCH, and coexec chooses the thread's
+    // policy until detach (`batch_guess` may have it under SCHED_OTHER now).
+    bool batch_policy = false;
+    BatchGuess batch_guess;
+    // The thread is outside coexec (coexec_block_enter, or a thread that
+    // keeps its affinity after coexec_lend_cpu/keep_cpu): a mask it sets
+    // itself goes to the kernel too. Only the thread reads and writes it.
+    bool own_affinity_applies = false;
+    // The mask the thread shows (sched_getaffinity & co.), restored by detach.
+    AffinityRecord affinity;
+    std::unique_ptr<nosv_task_type> attach_type; // carries the attach label
+    std::thread thread;                          // workers only
+};
+
+// The calling thread's context, or null for threads coexec does not know.
+ThreadContext*& this_thread_context();
+
+// How deep the calling thread is inside coexec's own code. The preemption
+// signal acts only at depth 0, in user code, where the thread holds none of
+// coexec's locks and its context is consistent.
+int& runtime_depth();
+
+// Marks a scope of coexec's own code (every C API entry, a worker between
+// tasks): a preemption signal arriving inside it is ignored.
+class RuntimeSection {
+  public:
+    RuntimeSection() {
+        ++runtime_depth();
+        // Only the thread itself and its signal handler look at the depth:
+        // a compiler barrier orders it with the scope's body.
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~RuntimeSection() {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        --runtime_depth();
+    }
+    RuntimeSection(const RuntimeSection&) = delete;
+    RuntimeSection& operator=(const RuntimeSection&) = delete;
+};
+
+// The opposite, for user code that coexec calls (a task body): preemptible.
+class UserSection {
+  public:
+    UserSection() : saved_(runtime_depth()) {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        runtime_depth() = 0;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~UserSection() {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        runtime_depth() = saved_;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    UserSection(const UserSection&) = delete;
+    UserSection& operator=(const UserSection&) = delete;
+
+  private:
+    int saved_;
+};
+
+} // namespace coexec::core

@@ -1,0 +1,377 @@
+// The task-level operations behind nosv_submit, pause, yield, waitfor,
+// schedpoint, attach/detach and the block extension.
+#include "core/runtime/runtime.hpp"
+
+#include "shm/clock.hpp"
+#include "shm/futex.hpp"
+
+#include <cstring>
+#include <new>
+#include <pthread.h>
+#include <unistd.h>
+#include <utility>
+
+namespace coexec::core {
+
+using namespace coexec::shm;
+using scheduler::Placement;
+using scheduler::WakeList;
+
+namespace {
+constexpr auto acq = std::memory_order_acquire;
+} // namespace
+
+nosv_task* Runtime::new_task(nosv_task_type* type, size_t metadata_size) {
+    void* mem = task_pool_.allocate(sizeof(nosv_task) + metadata_size);
+    if (!mem) return nullptr;
+    auto* t = new (mem) nosv_task;
+    t->type = type;
+    t->metadata_size = static_cast<uint16_t>(metadata_size);
+    if (metadata_size) std::memset(t->metadata(), 0, metadata_size);
+    t->magic = kTaskMagic;
+    return t;
+}
+
+void Runtime::delete_task(nosv_task* t) {
+    size_t bytes = sizeof(nosv_task) + t->metadata_size;
+    t->magic = 0;
+    t->~nosv_task();
+    task_pool_.release(t, bytes);
+}
+
+int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
+    ThreadContext* self = this_thread_context();
+    nosv_task* caller = self ? self->current : nullptr;
+    if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && !caller)
+        return NOSV_ERR_OUTSIDE_TASK;
+
+    if (flags & NOSV_SUBMIT_INLINE) {
+        if (!t->status.transition(TaskState::Created, TaskState::Running))
+            return NOSV_ERR_INVALID_OPERATION;
+        if (t->join) t->join->begin_run();
+        if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
+        // Degree 1 here (the C API refuses more): arm() makes it ordinary.
+        if (t->par.flagged() || t->par.degree() < 0) t->par.arm();
+        flush_window(*self); // as in nOS-V: what the caller held back goes first
+        // The inline task has a window of its own (size 1 unless it sets one).
+        const uint32_t caller_window = std::exchange(self->window_size, 1);
+        run_task(*self, t);
+        self->window_size = caller_window;
+        self->current = caller;
+        show_label(*self, caller->type);
+        return NOSV_SUCCESS;
+    }
+    if (flags & NOSV_SUBMIT_DEADLINE_WAKE) {
+        // Ends a timed sleep early: the task makes itself ready once awake.
+        // A task not asleep yet (not run yet, or running) keeps the wake for
+        // its next nosv_waitfor. Never a resume.
+        if (int32_t slot = t->deadline.wake(); slot != DeadlineWake::kNoSleeper)
+            sched().wake_thread(slot);
+        return NOSV_SUCCESS;
+    }
+    // A fresh task runs on a worker of this process. With every worker
+    // blocked and no thread slot for another, it might never run: an error,
+    // not a silent wait (an unblocked worker runs it once it is free).
+    // The state first: a task that is running may be writing `thread`; one
+    // Created or Suspended wrote it before its status said so (release).
+    const TaskState state = t->status.state();
+    if ((state == TaskState::Created || state == TaskState::Suspended) && !t->thread &&
+        !workers_.any_unblocked() && !workers_.spawn(/*warn=*/false))
+        return NOSV_ERR_OUT_OF_MEMORY;
+    if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = caller;
+    switch (t->status.submit()) {
+    case TaskStatus::Submit::Readied:
+        // A task with no thread is fresh (a paused one keeps its thread):
+        // joiners from now on wait for this new run.
+        if (t->join && !t->thread) t->join->begin_run();
+        // A parallel task (or a cancelled one) is armed afresh; a parallel
+        // run starts with the queue's count of its events.
+        if ((t->par.flagged() || t->par.degree() < 0) && t->par.arm())
+            t->events.store(1, std::memory_order_relaxed);
+        break;
+    case TaskStatus::Submit::Banked:
+        // Ready, running, sleeping or blocked: its next pause returns at once.
+        return (flags & NOSV_SUBMIT_BLOCKING) ? pause(*self) : NOSV_SUCCESS;
+    case TaskStatus::Submit::Refused:
+        // Only this call's own waiter is withdrawn: another submitter's
+        // BLOCKING wait for the task still stands.
+        if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr;
+        return NOSV_ERR_INVALID_OPERATION; // ended, its events still pending
+    }
+    // The successor runs next on the CPU this thread holds, when the thread
+    // leaves it: after the calling task's body, or, from a completed
+    // callback on a worker (no task bound then), once the callback returns.
+    // As in nOS-V, a later successor takes the place of an earlier one,
+    // which becomes an ordinary ready task.
+    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->cpu != kNone && !t->thread &&
+                     !t->par.active() &&
+                     placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
+    if (immediate) {
+        if (nosv_task* earlier = std::exchange(self->immediate, t)) {
+            make_ready(earlier, false); // the CPU's count of waiting work stays
+        } else {
+            std::lock_guard guard(queue_lock_);
+            queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+        }
+    } else if (caller && self->window_size > 1 && !(flags & NOSV_SUBMIT_BLOCKING)) {
+        // The calling task's submit window holds it until it is full (or
+        // flushed: nosv_flush_submit_window, or the task leaves its CPU).
+        self->window.emplace_back(t, flags & NOSV_SUBMIT_UNLOCKED);
+        if (self->window.size() >= self->window_size) flush_window(*self);
+    } else if (t->par.active()) {
+        make_ready_parallel(t);
+    } else {
+        make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
+    }
+    if (flags & NOSV_SUBMIT_BLOCKING) return pause(*self);
+    return NOSV_SUCCESS;
+}
+
+int Runtime::pause(ThreadContext& self) {
+    flush_window(self); // held submits must not wait for this task
+    nosv_task* t = self.current;
+    // A submit that arrived before the pause paid for it.
+    if (t->status.pay()) return NOSV_SUCCESS;
+    // The task stays Running until the thread is off its CPU: a submit
+    // meanwhile is banked, and we make the task ready ourselves.
+    WakeList wakes;
+    step_off_cpu(self, LeaveReason::Block, wakes);
+    if (!t->status.park()) make_ready(t, true);
+    step_on_cpu(self, wakes);
+    t->status.relabel(TaskState::Running);
+    return NOSV_SUCCESS;
+}
+
+int Runtime::yield(ThreadContext& self) {
+    const int32_t c = self.cpu;
+    if (!self.immediate && !sched().has_work(proc(), c) && !sched().foreign_work(proc(), c))
+        return NOSV_SUCCESS;
+    WakeList wakes;
+    if (!step_off_cpu(self, LeaveReason::Yield, wakes)) {
+        wakes.flush(*segment(), self.slot);
+        return NOSV_SUCCESS;
+    }
+    // The task stays Running while it waits: a submit meanwhile is banked,
+    // and its next pause returns at once.
+    make_ready(self.current, false);
+    step_on_cpu(self, wakes);
+    return NOSV_SUCCESS;
+}
+
+int Runtime::schedpoint(ThreadContext& self) {
+    const int32_t c = self.cpu;
+    // Another process waits for this CPU and our process's turn is over.
+    if (sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns()))
+        return yield(self);
+    // Our own work waits for it. As in nOS-V, the quantum applies to tasks
+    // too: once this thread has held the CPU for a quantum, the next ready
+    // task runs and the caller queues behind it (yield: the CPU is handed
+    // within the process, the caller made ready only once off it). A
+    // higher-priority task goes first at once.
+    if (!sched().has_work(proc(), c)) return NOSV_SUCCESS;
+    if (sched().stint_over(c, now_ns())) return yield(self);
+    bool higher;
+    {
+        std::lock_guard guard(queue_lock_);
+        higher = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
+    }
+    return higher ? yield(self) : NOSV_SUCCESS;
+}
+
+int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
+    flush_window(self);
+    nosv_task* t = self.current;
+    const uint64_t start = now_ns();
+    // A DEADLINE_WAKE that came before (even before the task ran) ends this
+    // wait at once: the task keeps its CPU.
+    if (!t->deadline.sleep(self.slot)) {
+        if (actual_ns) *actual_ns = now_ns() - start;
+        return NOSV_SUCCESS;
+    }
+    const uint64_t deadline = start + ns;
+    t->status.relabel(TaskState::Waiting);
+    WakeList wakes;
+    step_off_cpu(self, LeaveReason::Block, wakes);
+    wakes.flush(*segment(), self.slot);
+    // A DEADLINE_WAKE only marks the word and wakes us: we make the task
+    // ready ourselves, now that we are off the CPU.
+    const ThreadSlot& th = segment()->threads[self.slot];
+    bool woken = false;
+    for (;;) {
+        uint32_t seq = th.word.load(acq);
+        if (t->deadline.woken()) {
+            t->deadline.clear();
+            woken = true;
+            break;
+        }
+        uint64_t now = now_ns();
+        if (now >= deadline) {
+            woken = !t->deadline.expire(self.slot);
+            break;
+        }
+        sched().wait_word(self.slot, seq, deadline - now);
+    }
+    t->status.relabel(TaskState::Ready);
+    make_ready(t, woken);
+    step_on_cpu(self, wakes); // nothing left to wake
+    t->status.relabel(TaskState::Running);
+    if (actual_ns) *actual_ns = now_ns() - start;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
+                    bool keeps_affinity) {
+    auto ctx = std::make_unique<ThreadContext>();
+    ctx->attached = true;
+    ctx->keeps_affinity = keeps_affinity;
+    // Each attached thread's task has a type of its own, so that the type's
+    // label is the attach label (as nosv_get_task_type_label reports it).
+    ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
+    if (label) ctx->attach_type->label = label;
+    nosv_task* t = new_task(ctx->attach_type.get(), 0);
+    if (!t) return NOSV_ERR_OUT_OF_MEMORY;
+    // From here on the thread shows the mask it has now (the kernel's: the
+    // system call, not libcoexec's own sched_getaffinity). Listed before its
+    // tid is in the segment, where granters find it to pin it.
+    ctx->affinity.tid = ::gettid();
+    ctx->affinity.pthread = pthread_self();
+    affinity_.add_current(ctx->affinity, process_mask_);
+    WakeList wakes;
+    {
+        scheduler::SchedulerLock lock(sched(), wakes);
+        ctx->slot = sched().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
+                                         ThreadState::Waiting, keeps_affinity);
+    }
+    wakes.flush(*segment());
+    if (ctx->slot == kNone) {
+        affinity_.remove(ctx->affinity, AffinityRegistry::Restore::no);
+        delete_task(t);
+        return NOSV_ERR_OUT_OF_MEMORY;
+    }
+    if (affinity) t->affinity = *affinity;
+    t->thread = ctx.get();
+    t->status.reset(TaskState::Ready);
+    ctx->current = t;
+    ctx->attach_task = t;
+    ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
+    ThreadContext* raw = ctx.release();
+    this_thread_context() = raw;
+    binding_->adopt(*raw);
+    make_ready(t, false);
+    wait_for_cpu(*raw);
+    t->status.relabel(TaskState::Running);
+    *out = t;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::detach(ThreadContext& self, bool restore_affinity) {
+    flush_window(self);
+    nosv_task* t = self.current;
+    WakeList wakes;
+    if (self.cpu != kNone) leave_cpu(self, LeaveReason::Block, wakes);
+    {
+        // Also a CPU the thread still keeps or lends (detached between
+        // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
+        scheduler::SchedulerLock lock(sched(), wakes);
+        sched().release_thread(self.slot, wakes);
+    }
+    wakes.flush(*segment());
+    // The remembered mask: the one the thread had at attach, or the last it
+    // set since. A thread that keeps its affinity gets it back only when
+    // coexec pinned it or a set is pending. NOSV_DETACH_NO_RESTORE_AFFINITY
+    // (!restore_affinity) leaves any thread's kernel mask as it is, as in
+    // nOS-V: the pin, if coexec set one, which the calls show from then on.
+    using Restore = AffinityRegistry::Restore;
+    Restore how = Restore::no;
+    if (restore_affinity)
+        how = !self.keeps_affinity || self.pinned ? Restore::yes : Restore::if_changed;
+    affinity_.remove(self.affinity, how);
+    binding_->release(self);
+    delete_task(t);
+    this_thread_context() = nullptr;
+    delete &self;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::block_enter(ThreadContext& self) {
+    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    step_out(self);
+    // Outside coexec a mask the thread sets itself goes to the kernel
+    // (block_exit then forgets the binding). Until it does, the thread stays
+    // bound to this CPU, so a grant of the same CPU needs no system call,
+    // and the CPU is the one it asks for first when it comes back.
+    binding_->unpin(self);
+    self.own_affinity_applies = true;
+    WakeList wakes;
+    leave_cpu(self, LeaveReason::Block, wakes);
+    wakes.flush(*segment(), self.slot);
+    self.cpu = kNone;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::lend_cpu(ThreadContext& self) {
+    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    // Work already waiting for this CPU (or a successor of ours) gets it now.
+    if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
+    step_out(self);
+    binding_->lend(self);
+    // Still bound to its CPU: only a thread that keeps its affinity runs
+    // with its own, and may change it, outside coexec.
+    self.own_affinity_applies = self.keeps_affinity;
+    return NOSV_SUCCESS;
+}
+
+int Runtime::keep_cpu(ThreadContext& self) {
+    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    // A successor or a batch of ours must not wait behind code of the user.
+    if (self.immediate || self.has_batch()) return block_enter(self);
+    step_out(self);
+    binding_->keep(self);
+    self.own_affinity_applies = self.keeps_affinity; // as for lend_cpu
+    return NOSV_SUCCESS;
+}
+
+int Runtime::lend_kept_cpu(ThreadContext& self) {
+    if (self.cpu != kNone || self.current->status.state() != TaskState::Blocked)
+        return NOSV_ERR_INVALID_OPERATION;
+    // Lent, blocked, or a keep already taken: nothing is held back.
+    if (self.kept_cpu != kNone) binding_->lend_kept(self);
+    return NOSV_SUCCESS;
+}
+
+void Runtime::step_out(ThreadContext& self) {
+    self.current->status.relabel(TaskState::Blocked);
+    workers_.blocked(self);
+}
+
+bool Runtime::reclaim_cpu(ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (t->status.state() != TaskState::Blocked) return false;
+    // Back in coexec, which binds the thread: a mask it sets is remembered.
+    // (Set before the reclaim, whose binding the forget would undo; a
+    // thread whose reclaim fails goes on to block_exit() and no affinity
+    // call in between.)
+    self.own_affinity_applies = false;
+    if (std::exchange(self.affinity.applied_outside, false)) binding_->forget(self);
+    // The cheap way back: no hand-off, no wake-up. A failed reclaim leaves
+    // nothing to reclaim, so block_exit() then goes the slow way.
+    if (!binding_->reclaim(self)) return false;
+    workers_.unblocked(self);
+    t->status.relabel(TaskState::Running);
+    return true;
+}
+
+int Runtime::block_exit(ThreadContext& self) {
+    nosv_task* t = self.current;
+    if (t->status.state() != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
+    if (reclaim_cpu(self)) return NOSV_SUCCESS;
+    if (!t->status.transition(TaskState::Blocked, TaskState::Ready))
+        return NOSV_ERR_INVALID_OPERATION;
+    make_ready(t, true);
+    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    workers_.unblocked(self);
+    t->status.relabel(TaskState::Running);
+    return NOSV_SUCCESS;
+}
+
+} // namespace coexec::core
