@@ -207,8 +207,8 @@ bool SharedScheduler::claim_reap(uint64_t now, uint64_t interval_ns) {
     return claim_interval(s_.header.last_reap_ns, now, interval_ns);
 }
 
-bool SharedScheduler::claim_join_check(uint64_t now) {
-    return claim_interval(s_.header.last_join_check_ns, now, kJoinCheckIntervalNs);
+bool SharedScheduler::claim_entry_check(uint64_t now) {
+    return claim_interval(s_.header.last_entry_check_ns, now, kEntryCheckIntervalNs);
 }
 
 bool SharedScheduler::claim_interval(std::atomic<uint64_t>& mark, uint64_t now,

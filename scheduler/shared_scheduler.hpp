@@ -127,16 +127,16 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // started in the last `interval_ns` and this caller moved the mark
     // first.
     bool claim_reap(uint64_t now, uint64_t interval_ns);
-    // How often a joining member checks the whole segment before it trusts
-    // it (claim_join_check()).
-    static constexpr uint64_t kJoinCheckIntervalNs = 1'000'000'000;
-    // Lock-free. Elects one joining member per kJoinCheckIntervalNs,
+    // How often an entering member checks the whole segment before it trusts
+    // it (claim_entry_check()).
+    static constexpr uint64_t kEntryCheckIntervalNs = 1'000'000'000;
+    // Lock-free. Elects one entering member per kEntryCheckIntervalNs,
     // system-wide, to check every invariant of the segment before it
     // registers (and the first member of a fresh segment). A check reads
     // every slot in use, faulting in its pages: 1.4 ms on average under the
-    // lock for each of 512 processes that joined at once, when every join
-    // checked.
-    bool claim_join_check(uint64_t now);
+    // lock for each of 512 processes that entered at once, when every entry
+    // was checked.
+    bool claim_entry_check(uint64_t now);
     // Lock-free. Makes the next claim_reap() win at once (a dead lock
     // holder was repaired: its process is to be found).
     void reap_soon();

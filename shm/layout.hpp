@@ -232,8 +232,8 @@ struct alignas(64) Header {
     std::atomic<int32_t> wakeable_cpus;
     std::atomic<uint64_t> last_reap_ns;
     // When a joining member last checked the whole segment (nosv_init):
-    // SharedScheduler::claim_join_check() elects one joiner per interval.
-    std::atomic<uint64_t> last_join_check_ns;
+    // SharedScheduler::claim_entry_check() elects one entering member per interval.
+    std::atomic<uint64_t> last_entry_check_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
     // How many recorders (`coexec record`) want ownership changes written to
     // the trace rings; 0: none are written. On its own cache line: every

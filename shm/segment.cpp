@@ -42,7 +42,7 @@ std::string errno_text(const char* what, const std::string& name) {
 // has a default member initializer. Constructing a Segment would write 6.5 MiB
 // of zeros over a mapping that is already zero (a fresh file, or an anonymous
 // map) and fault in every page of it, several milliseconds at each start of an
-// instance. The creator uses the zeros as they are, as every joiner uses the
+// instance. The creator uses the zeros as they are, as every entering member uses the
 // segment it maps; pages are then allocated as the slots and the trace rings
 // are first used. The asserts below and Segment.EverySlotStartsAsZeroBytes
 // keep the types such that this holds.

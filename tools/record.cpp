@@ -66,8 +66,8 @@ std::vector<std::string> child_environment(const GlobalOptions& global) {
     // (config/config.cpp), else a new NOSV_CONFIG_OVERRIDE.
     const char* nosv = std::getenv("NOSV_CONFIG_OVERRIDE");
     const char* ours = std::getenv("COEXEC_CONFIG_OVERRIDE");
-    std::string key = !(nosv && *nosv) && ours && *ours ? "COEXEC_CONFIG_OVERRIDE="
-                                                         : "NOSV_CONFIG_OVERRIDE=";
+    std::string key =
+        !(nosv && *nosv) && ours && *ours ? "COEXEC_CONFIG_OVERRIDE=" : "NOSV_CONFIG_OVERRIDE=";
     std::vector<std::string> env;
     bool done = extra.empty();
     for (char** e = environ; *e; ++e) {

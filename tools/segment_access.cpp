@@ -47,7 +47,8 @@ std::optional<Target> resolve_target(const GlobalOptions& global, std::string& e
     for (const auto& w : loaded.warnings)
         std::fprintf(stderr, "coexec: warning: %s\n", w.c_str());
     if (global.name) {
-        config::ConfigResult r = config::apply_setting(t.config, "shared_memory.name", *global.name);
+        config::ConfigResult r =
+            config::apply_setting(t.config, "shared_memory.name", *global.name);
         if (!r.ok) {
             error = "--name: " + r.error;
             return std::nullopt;
@@ -76,8 +77,8 @@ shm::SegmentMapping open_existing(const Target& target, shm::SegmentError& error
 shm::SegmentMapping open_or_create(const Target& target, shm::SegmentError& error) {
     shm::SegmentOptions options = target.options;
     options.create = true;
-    // As a joining process does: no CPU table yet; the first member lays
-    // it out with its own settings (Membership::join()).
+    // As an entering process does: no CPU table yet; the first member lays
+    // it out with its own settings (Membership::enter()).
     options.initialize = [](shm::Segment& s) {
         scheduler::SharedScheduler(s).format_unpublished({}, shm::SegmentConfig{});
     };

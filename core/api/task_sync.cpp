@@ -22,8 +22,8 @@
 #include "core/api/c_api_support.hpp"
 #include "core/runtime/runtime.hpp"
 #include "core/runtime/spin_lock.hpp"
-#include "core/tasks/task.hpp"
 #include "core/runtime/thread_context.hpp"
+#include "core/tasks/task.hpp"
 #include "shm/futex.hpp"
 
 #include <algorithm>

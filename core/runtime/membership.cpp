@@ -42,10 +42,10 @@ int index_of(const std::vector<int>& ids, int id) {
 
 } // namespace
 
-int Membership::join(const config::Config& config, std::string& why) {
+int Membership::enter(const config::Config& config, std::string& why) {
     // Only the process that lays out the CPU table discovers the topology
     // (reading sysfs for every CPU costs time that hundreds of processes
-    // joining at once would each pay); a malformed CPU list is an error for all.
+    // entering at once would each pay); a malformed CPU list is an error for all.
     if (std::vector<int> ids; config.binding != "all" && config.binding != "inherit" &&
                               !scheduler::parse_cpu_list(config.binding, ids, why))
         return NOSV_ERR_INVALID_PARAMETER;
@@ -68,7 +68,7 @@ int Membership::join(const config::Config& config, std::string& why) {
     auto& sched = *sched_;
     bool discovered = true, corrupt = false;
     // Dead members are looked for before the lock is taken (/proc reads):
-    // once per interval system-wide, not at every join, and always when the
+    // once per interval system-wide, not at every entry, and always when the
     // oldest member died (a segment whose members all died is reclaimed now).
     // A formatted segment only: a fresh one has no members to read.
     // Read before the lock too: it is a /proc read.
@@ -83,10 +83,10 @@ int Membership::join(const config::Config& config, std::string& why) {
     {
         scheduler::SchedulerLock lock(sched, wakes);
         // A segment found at attach may hold anything: it is checked whole
-        // before this process trusts a single index in it, by one joining
-        // member per interval (a burst of joins checks it once, not once
-        // each: claim_join_check()).
-        if (const auto violations = sched.claim_join_check(now_ns())
+        // before this process trusts a single index in it, by one entering
+        // member per interval (a burst of entries checks it once, not once
+        // each: claim_entry_check()).
+        if (const auto violations = sched.claim_entry_check(now_ns())
                                         ? scheduler::check_invariants(segment())
                                         : std::vector<std::string>{};
             !violations.empty()) {

@@ -21,7 +21,7 @@ class Membership {
     // Maps (or creates) the segment `config` names, reclaims it when every
     // process on it is gone, and registers this process. Returns a nosv
     // error code, with the reason in `why`.
-    int join(const config::Config& config, std::string& why);
+    int enter(const config::Config& config, std::string& why);
     // Frees the process slot, its threads and CPUs, and removes the
     // segment's name when this was the last process on it.
     void leave();

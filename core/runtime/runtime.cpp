@@ -1,4 +1,4 @@
-// Joining and leaving the shared instance, and the process's monitor.
+// Entering and leaving the shared instance, and the process's monitor.
 #include "core/runtime/runtime.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
@@ -170,7 +170,7 @@ int Runtime::start(bool quiet) {
         return NOSV_ERR_INVALID_PARAMETER;
     }
     std::string why;
-    if (int rc = member_.join(config_, why); rc != NOSV_SUCCESS) {
+    if (int rc = member_.enter(config_, why); rc != NOSV_SUCCESS) {
         fail_reason(why, quiet);
         return rc;
     }
@@ -187,7 +187,7 @@ int Runtime::start(bool quiet) {
     external_type_.magic = kTypeMagic;
     // A member always has a worker: one to run its tasks, and to receive
     // CPUs from other processes. Without a thread slot for it, the process
-    // would wait forever for a CPU or a worker, so it does not join.
+    // would wait forever for a CPU or a worker, so it does not enter.
     if (!workers_.spawn(/*warn=*/false)) {
         member_.leave();
         fail_reason("the shared segment has no free thread slot (all " +

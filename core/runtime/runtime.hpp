@@ -7,27 +7,28 @@
 // It also uses the AffinityRegistry (affinity.hpp), the masks managed
 // threads show: a process-wide object that outlives the runtime, in which
 // the runtime lists its threads while they are managed.
-// Runtime itself keeps the process's ready queue and tasks; it joins and
-// runs the monitor (runtime.cpp), and has the scheduling points: how a
-// thread leaves its CPU (scheduling.cpp), the task operations behind the C API
-// (task_ops.cpp; parallel tasks in parallel_ops.cpp, suspensions in
-// suspend.cpp, joins in join.cpp), and the worker loop (worker_loop.cpp). Every
+// Runtime itself keeps the process's ready queue and tasks; it enters and
+// leaves the instance and runs the monitor (runtime/runtime.cpp), and has the
+// scheduling points: how a thread leaves its CPU (cpu/scheduling.cpp), the
+// task operations behind the C API (tasks/task_ops.cpp; parallel tasks in
+// tasks/parallel_ops.cpp, suspensions in tasks/suspend.cpp, joinable tasks in
+// tasks/join.cpp), and the worker loop (cpu/worker_loop.cpp). Every
 // change to the segment goes through the scheduler.
 #pragma once
 
-#include "core/interpose/affinity.hpp"
 #include "config/config.hpp"
 #include "core/cpu/cpu_binding.hpp"
 #include "core/cpu/idle_policy.hpp"
-#include "core/runtime/membership.hpp"
 #include "core/cpu/preemption.hpp"
-#include "core/tasks/ready_queue.hpp"
+#include "core/cpu/worker_pool.hpp"
+#include "core/interpose/affinity.hpp"
+#include "core/runtime/membership.hpp"
 #include "core/runtime/spin_lock.hpp"
-#include "core/tasks/task.hpp"
-#include "core/tasks/task_pool.hpp"
 #include "core/runtime/thread_context.hpp"
 #include "core/runtime/thread_starts.hpp"
-#include "core/cpu/worker_pool.hpp"
+#include "core/tasks/ready_queue.hpp"
+#include "core/tasks/task.hpp"
+#include "core/tasks/task_pool.hpp"
 
 #include <atomic>
 #include <memory>
@@ -42,7 +43,7 @@ class Runtime {
     // (nOS-V's rule), or any thread of the process (an adapter's init, made
     // on whichever thread first needed coexec).
     enum class InitOwner { Thread, Process };
-    // Joins the instance (nesting). Returns a nosv error code; why it failed
+    // Enters the instance (nesting). Returns a nosv error code; why it failed
     // is printed, or only kept for last_error() when `quiet`.
     static int init(InitOwner owner, bool quiet = false);
     static const char* last_error();
@@ -258,7 +259,7 @@ class Runtime {
     // The mask workers show: the init thread's at nosv_init.
     cpu_set_t process_mask_{};
     Membership member_;
-    std::optional<CpuBinding> binding_; // made once the segment is joined
+    std::optional<CpuBinding> binding_; // made once the process is a member
     IdlePolicy idle_;
     ThreadStarts thread_starts_; // of workers_, monitor_ and suspend_timers_
     WorkerPool workers_;

@@ -1,9 +1,9 @@
 // What coexec knows about one of its threads, private to the process.
 #pragma once
 
-#include "core/interpose/affinity.hpp"
 #include "core/cpu/batch_guess.hpp"
 #include "core/cpu/hand_back.hpp"
+#include "core/interpose/affinity.hpp"
 #include "core/tasks/task.hpp"
 #include "scheduler/keep_word.hpp"
 #include "shm/layout.hpp"

@@ -1,8 +1,8 @@
 // The private ready queue: priorities, FIFO order, placement, stealing and
 // the shared counters that mirror it.
-#include "core/tasks/ready_queue.hpp"
 #include "core/runtime/spin_lock.hpp"
 #include "core/runtime/thread_context.hpp"
+#include "core/tasks/ready_queue.hpp"
 
 #include <gtest/gtest.h>
 
