@@ -33,14 +33,14 @@ __RML_open_factory(factory& f, version_type& server_version, version_type client
                                   client_version, coexec::tbb_rml::supported_client_version);
         return factory::st_incompatible;
     }
-    return TbbMembership::get().start() ? factory::st_success : factory::st_not_found;
+    return TbbMembership::instance().start() ? factory::st_success : factory::st_not_found;
 }
 
 // Called when TBB releases its resources (normally at exit).
 __attribute__((visibility("default"))) factory::status_type __RML_close_factory(factory&) {
     // Usually on the main thread at exit, which no thread-exit hook detaches.
     coexec::tbb_rml::release_master_thread();
-    TbbMembership::get().stop();
+    TbbMembership::instance().stop();
     return factory::st_success;
 }
 
@@ -48,7 +48,7 @@ __attribute__((visibility("default"))) factory::status_type __RML_close_factory(
 // (with a warning of its own) on any status but st_success.
 __attribute__((visibility("default"))) factory::status_type
 __TBB_make_rml_server(tbb_factory&, tbb_server*& server, tbb_client& client) {
-    TbbMembership& membership = TbbMembership::get();
+    TbbMembership& membership = TbbMembership::instance();
     if (!membership.active()) return factory::st_not_found;
     Server* created = new (std::nothrow) Server(client);
     if (created == nullptr) return factory::st_not_found;

@@ -12,7 +12,7 @@
 // adapter's when `coexec run` preloads it after this library.
 
 #include "hosted_thread.h"
-#include "next_definition.h"
+#include "support/next_definition.hpp"
 
 #include <coexec/ext.h>
 
@@ -102,26 +102,29 @@ __attribute__((visibility("default"))) int sched_yield() noexcept {
     if (coexec::tbb_rml::yield_to_coexec()) return 0;
     // Not a TBB worker's yield: the next definition decides (the OpenMP
     // adapter's, when `coexec run` preloads it after this library; else libc).
-    auto real = coexec::tbb_rml::next_definition(coexec::tbb_rml::libc_sched_yield, "sched_yield");
+    auto real = coexec::adapter::required_next_definition(coexec::tbb_rml::libc_sched_yield,
+                                                          "sched_yield", "tbb");
     return real();
 }
 
 __attribute__((visibility("default"))) int nanosleep(const timespec* request, timespec* remaining) {
-    auto real = coexec::tbb_rml::next_definition(coexec::tbb_rml::libc_nanosleep, "nanosleep");
+    auto real = coexec::adapter::required_next_definition(coexec::tbb_rml::libc_nanosleep,
+                                                          "nanosleep", "tbb");
     CpuReleasedWhileAsleep released;
     return real(request, remaining);
 }
 
 __attribute__((visibility("default"))) int
 clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* remaining) {
-    auto real =
-        coexec::tbb_rml::next_definition(coexec::tbb_rml::libc_clock_nanosleep, "clock_nanosleep");
+    auto real = coexec::adapter::required_next_definition(coexec::tbb_rml::libc_clock_nanosleep,
+                                                          "clock_nanosleep", "tbb");
     CpuReleasedWhileAsleep released;
     return real(clock, flags, request, remaining);
 }
 
 __attribute__((visibility("default"))) int usleep(useconds_t micros) {
-    auto real = coexec::tbb_rml::next_definition(coexec::tbb_rml::libc_usleep, "usleep");
+    auto real =
+        coexec::adapter::required_next_definition(coexec::tbb_rml::libc_usleep, "usleep", "tbb");
     CpuReleasedWhileAsleep released;
     return real(micros);
 }

@@ -50,8 +50,8 @@ void release(MasterThread& m) {
     // nobody took is still ours, and then this is cheap).
     if (!m.holds) coexec_block_exit();
     nosv_detach(NOSV_DETACH_NONE);
-    if (m.keeps) TbbMembership::get().release_keeper();
-    TbbMembership::get().master_detached();
+    if (m.keeps) TbbMembership::instance().release_keeper();
+    TbbMembership::instance().master_detached();
     m = MasterThread{};
 }
 
@@ -73,21 +73,21 @@ pthread_key_t exit_key() {
 // must stay as it is.
 bool attach(MasterThread& m) {
     if (Worker::current() != nullptr || nosv_self() != nullptr || !hosting_enabled() ||
-        !TbbMembership::get().start()) {
+        !TbbMembership::instance().start()) {
         m.role = MasterThread::Role::never;
         return false;
     }
     // The thread runs the application's serial code too: outside coexec
     // it keeps the affinity it chose.
     if (nosv_attach(&m.task, nullptr, "tbb", COEXEC_ATTACH_KEEP_AFFINITY) != NOSV_SUCCESS) {
-        if (TbbMembership::get().verbose())
+        if (TbbMembership::instance().verbose())
             log_line("a thread running TBB algorithms could not attach; it runs unmanaged");
         m = MasterThread{};
         m.role = MasterThread::Role::never;
         return false;
     }
-    TbbMembership::get().master_attached();
-    m.keeps = TbbMembership::get().claim_keeper();
+    TbbMembership::instance().master_attached();
+    m.keeps = TbbMembership::instance().claim_keeper();
     pthread_setspecific(exit_key(), &m);
     m.role = MasterThread::Role::hosted;
     m.holds = true;

@@ -1,5 +1,7 @@
 #include "membership.h"
 
+#include "support/env.hpp"
+
 #include <coexec/ext.h>
 #include <nosv.h>
 #include <nosv/error.h>
@@ -13,11 +15,6 @@
 namespace coexec::tbb_rml {
 
 namespace {
-
-bool env_flag(const char* name) {
-    const char* value = std::getenv(name);
-    return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
-}
 
 // Serialises start() and stop(); they run once or twice per process.
 std::mutex& start_stop_mutex() {
@@ -37,19 +34,19 @@ void log_line(const char* format, ...) {
     std::fprintf(stderr, "coexec tbb: %s\n", text);
 }
 
-TbbMembership& TbbMembership::get() {
+TbbMembership& TbbMembership::instance() {
     // Never destroyed: worker threads may still use it while exit() runs.
     static TbbMembership* membership = new TbbMembership();
     return *membership;
 }
 
-TbbMembership::TbbMembership() : verbose_(env_flag("COEXEC_VERBOSE")) {}
+TbbMembership::TbbMembership() : verbose_(adapter::env_flag("COEXEC_VERBOSE")) {}
 
 bool TbbMembership::start() {
     std::lock_guard lock(start_stop_mutex());
     if (active_.load(std::memory_order_relaxed)) return true;
     if (failed_.load(std::memory_order_relaxed)) return false;
-    if (env_flag("COEXEC_DISABLE")) {
+    if (adapter::env_flag("COEXEC_DISABLE")) {
         log_line("COEXEC_DISABLE is set; TBB uses its own worker threads");
         failed_.store(true, std::memory_order_relaxed);
         return false;

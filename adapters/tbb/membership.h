@@ -8,10 +8,10 @@ namespace coexec::tbb_rml {
 
 // Whether this process is a member of coexec for TBB's sake, and what still
 // needs it to stay one (live servers, attached masters, the keeper). One
-// instance (TbbMembership::get()); every method is thread-safe.
+// instance (TbbMembership::instance()); every method is thread-safe.
 class TbbMembership {
   public:
-    static TbbMembership& get();
+    static TbbMembership& instance();
 
     // Joins coexec unless COEXEC_DISABLE=1 or coexec_init_quiet() fails; in
     // those cases prints one line on stderr and returns false. Idempotent.

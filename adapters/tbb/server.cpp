@@ -2,6 +2,7 @@
 
 #include "hosted_thread.h"
 #include "membership.h"
+#include "support/cpu_released.hpp"
 
 #include <coexec/ext.h>
 #include <nosv/hwinfo.h>
@@ -20,21 +21,6 @@ namespace {
 
 // The worker bound to this thread (set for the thread's whole life).
 thread_local Worker* tls_worker = nullptr;
-
-// Releases the calling coexec thread's CPU while it blocks outside coexec
-// (here: in pthread_join), and takes a CPU again afterwards.
-class BlockingSection {
-  public:
-    BlockingSection() : entered_(nosv_self() != nullptr && coexec_block_enter() == 0) {}
-    ~BlockingSection() {
-        if (entered_) coexec_block_exit();
-    }
-    BlockingSection(const BlockingSection&) = delete;
-    BlockingSection& operator=(const BlockingSection&) = delete;
-
-  private:
-    const bool entered_;
-};
 
 // Takes one unit of positive slack; false when there is none.
 bool take_slack_unit(std::atomic<int>& slack) {
@@ -138,11 +124,11 @@ void Worker::detach() {
 
 Server::Server(tbb_client& client)
     : client_(client), max_workers_(client.max_job_count()), stack_size_(client.min_stack_size()) {
-    TbbMembership::get().server_created();
+    TbbMembership::instance().server_created();
 }
 
 Server::~Server() {
-    TbbMembership::get().server_destroyed();
+    TbbMembership::instance().server_destroyed();
 }
 
 unsigned Server::default_concurrency() const {
@@ -241,7 +227,7 @@ void Server::request_close_connection(bool exiting) {
     // threads may be stuck in work that never ends.
     Worker* self = Worker::current();
     {
-        BlockingSection blocking;
+        adapter::CpuReleased released; // while it waits in pthread_join
         for (Worker* worker : all) {
             if (exiting || worker == self)
                 worker->detach();

@@ -12,7 +12,7 @@
 // headers.
 
 #include "master.h"
-#include "next_definition.h"
+#include "support/next_definition.hpp"
 
 #include <atomic>
 
@@ -49,17 +49,19 @@ namespace tbb::detail::r1 {
 
 void execute_and_wait(d1::task& t, d1::task_group_context& t_ctx, d1::wait_context& wait_ctx,
                       d1::task_group_context& w_ctx) {
-    auto real = coexec::tbb_rml::next_definition(
+    auto real = coexec::adapter::required_next_definition(
         libtbb_execute_and_wait,
         "_ZN3tbb6detail2r116execute_and_waitERNS0_2d14taskERNS2_18task_group_contextERNS2_"
-        "12wait_contextES6_");
+        "12wait_contextES6_",
+        "tbb");
     coexec::tbb_rml::MasterSection section;
     real(t, t_ctx, wait_ctx, w_ctx);
 }
 
 void wait(d1::wait_context& wait_ctx, d1::task_group_context& ctx) {
-    auto real = coexec::tbb_rml::next_definition(
-        libtbb_wait, "_ZN3tbb6detail2r14waitERNS0_2d112wait_contextERNS2_18task_group_contextE");
+    auto real = coexec::adapter::required_next_definition(
+        libtbb_wait, "_ZN3tbb6detail2r14waitERNS0_2d112wait_contextERNS2_18task_group_contextE",
+        "tbb");
     coexec::tbb_rml::MasterSection section;
     real(wait_ctx, ctx);
 }

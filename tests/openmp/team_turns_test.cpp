@@ -11,22 +11,22 @@
 
 #include <ostream>
 
-namespace coexec_omp {
+namespace coexec::openmp {
 void PrintTo(Shares shares, std::ostream* os) {
     *os << (shares == Shares::short_ones  ? "short_ones"
             : shares == Shares::long_ones ? "long_ones"
                                           : "unknown");
 }
-} // namespace coexec_omp
+} // namespace coexec::openmp
 
 namespace {
 
-using coexec_omp::kNextRegionNs;
-using coexec_omp::kShortShareNs;
-using coexec_omp::RegionShares;
-using coexec_omp::Shares;
-using coexec_omp::TeamTurns;
-using coexec_omp::TeamWait;
+using coexec::openmp::kNextRegionNs;
+using coexec::openmp::kShortShareNs;
+using coexec::openmp::RegionShares;
+using coexec::openmp::Shares;
+using coexec::openmp::TeamTurns;
+using coexec::openmp::TeamWait;
 
 constexpr unsigned long kUs = 1'000;
 

@@ -1,6 +1,7 @@
 // coexec: re-hosting of libomp's threads (see kmp_coexec.h for the contract).
 #include "kmp_coexec.h"
 #include "mutex_lock.hpp"
+#include "support/env.hpp"
 #include "team_turns.hpp"
 
 #include <coexec/ext.h>
@@ -21,10 +22,10 @@ std::atomic<int> __kmp_coexec_enabled{0};
 
 namespace {
 
-using coexec_omp::MutexLock;
-using coexec_omp::RegionShares;
-using coexec_omp::TeamTurns;
-using coexec_omp::TeamWait;
+using coexec::openmp::MutexLock;
+using coexec::openmp::RegionShares;
+using coexec::openmp::TeamTurns;
+using coexec::openmp::TeamWait;
 
 constexpr const char* kLabel = "openmp";
 // How often a spinning thread asks coexec whether its CPU is wanted, and how
@@ -32,13 +33,8 @@ constexpr const char* kLabel = "openmp";
 // __kmp_coexec_yield()).
 constexpr unsigned kProbeEvery = 8, kYieldEvery = 256;
 
-bool env_is_true(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
-
 bool verbose() {
-    return env_is_true("COEXEC_VERBOSE");
+    return coexec::adapter::env_flag("COEXEC_VERBOSE");
 }
 
 // What a root thread does with its CPU between outermost parallel regions:
@@ -69,7 +65,7 @@ const char* root_policy_name(RootPolicy p) {
 // C++ runtime, so the shim must not need guard variables or exceptions.
 class Process {
   public:
-    static Process& get();
+    static Process& instance();
 
     void start() {
         MutexLock lock(mutex_);
@@ -79,7 +75,7 @@ class Process {
         if (!key_created_) {
             key_created_ = pthread_key_create(&exit_key_, on_thread_exit) == 0;
         }
-        if (env_is_true("COEXEC_DISABLE")) {
+        if (coexec::adapter::env_flag("COEXEC_DISABLE")) {
             std::fprintf(stderr, "coexec: libomp runs without coexec (COEXEC_DISABLE is set)\n");
             return;
         }
@@ -231,7 +227,8 @@ class ThreadSlot {
         // Under region a root is bound to its CPU in regions and widened
         // again at each region end (two affinity calls a region); the other
         // policies keep the root's own affinity (see the policy comment).
-        keeps_affinity_ = role == Role::root && Process::get().root_policy() != RootPolicy::region;
+        keeps_affinity_ =
+            role == Role::root && Process::instance().root_policy() != RootPolicy::region;
         const int err =
             nosv_attach(&task, nullptr, kLabel,
                         keeps_affinity_ ? COEXEC_ATTACH_KEEP_AFFINITY : NOSV_ATTACH_NONE);
@@ -242,8 +239,8 @@ class ThreadSlot {
             role_ = Role::plain; // never retried
             return;
         }
-        Process::get().attached();
-        Process::get().watch_exit(this);
+        Process::instance().attached();
+        Process::instance().watch_exit(this);
         task_ = task;
         role_ = role;
         holds_ = true;
@@ -255,7 +252,7 @@ class ThreadSlot {
         Inside inside(*this);
         if (!holds_) coexec_block_exit();
         nosv_detach(NOSV_DETACH_NONE);
-        Process::get().detached();
+        Process::instance().detached();
         reset();
     }
 
@@ -335,7 +332,7 @@ thread_local ThreadSlot slot;
 
 constinit Process g_process;
 
-Process& Process::get() {
+Process& Process::instance() {
     return g_process;
 }
 
@@ -346,18 +343,18 @@ void Process::on_thread_exit(void* value) {
 } // namespace
 
 void __kmp_coexec_initialize() {
-    Process::get().start();
+    Process::instance().start();
 }
 
 void __kmp_coexec_finalize() {
     // The main thread gets no pthread-key destructor at exit: detach it here.
     slot.leave();
-    Process::get().finalize();
+    Process::instance().finalize();
 }
 
 void __kmp_coexec_atfork_child() {
     slot.forget_after_fork();
-    Process::get().forget_after_fork();
+    Process::instance().forget_after_fork();
 }
 
 void __kmp_coexec_worker_begin(bool eligible) {
@@ -372,13 +369,13 @@ void __kmp_coexec_region_begin(bool eligible) {
     if (!__kmp_coexec_on() || !eligible) return;
     if (slot.role() == Role::none) slot.enter(Role::root);
     if (slot.role() == Role::root && slot.depth()++ == 0) slot.retake();
-    if (slot.holds_cpu()) slot.shares().forked(coexec_omp::now_ns());
+    if (slot.holds_cpu()) slot.shares().forked(coexec::openmp::now_ns());
 }
 
 void __kmp_coexec_region_end() {
     if (slot.role() != Role::root || slot.depth() == 0) return;
     if (--slot.depth() != 0) return;
-    switch (Process::get().root_policy()) {
+    switch (Process::instance().root_policy()) {
     case RootPolicy::keep:
         slot.step_out(coexec_keep_cpu);
         break;
@@ -413,7 +410,7 @@ void __kmp_coexec_wake(void* sleeper, const void* team) {
     const ThreadSlot& target = *static_cast<const ThreadSlot*>(sleeper);
     ThreadSlot::Inside inside(slot);
     const bool first =
-        Process::get().turns().woken(team, slot.shares().of(team), coexec_omp::now_ns());
+        Process::instance().turns().woken(team, slot.shares().of(team), coexec::openmp::now_ns());
     // The task is paused or pausing, in no queue: the priority applies from
     // this submit on.
     if (target.owns_task()) nosv_set_task_priority(target.task(), first ? 1 : 0);
@@ -422,7 +419,7 @@ void __kmp_coexec_wake(void* sleeper, const void* team) {
 
 void __kmp_coexec_wait_begins(int (*team_on_cpus)(void*), void* thr, const void* team) {
     slot.wait().begins(team_on_cpus, thr, team);
-    if (slot.shares().measuring()) slot.shares().waits(team, coexec_omp::now_ns());
+    if (slot.shares().measuring()) slot.shares().waits(team, coexec::openmp::now_ns());
     // A team that shares one CPU finds its teammate queued there at every
     // wait. Spinning up to kProbeEvery times before the first probe made a
     // barrier of two threads on one CPU 12 % slower; one more probe per
@@ -439,9 +436,9 @@ namespace {
 // Asked only while someone wants the CPU, where a wait that does not keep
 // it sleeps or yields by its next probe: far dearer than the clock read.
 bool keeps_cpu(int wanted) {
-    const unsigned long now = coexec_omp::now_ns();
+    const unsigned long now = coexec::openmp::now_ns();
     TeamWait& wait = slot.wait();
-    return wait.keeps_cpu(wanted, Process::get().turns().has_turn(wait.team(), now), now);
+    return wait.keeps_cpu(wanted, Process::instance().turns().has_turn(wait.team(), now), now);
 }
 } // namespace
 

@@ -3,7 +3,7 @@
 
 #include <pthread.h>
 
-namespace coexec_omp {
+namespace coexec::openmp {
 
 // Locks `m` for its lifetime. std::mutex would pull in the C++ runtime,
 // which libomp links without.
@@ -18,4 +18,4 @@ class MutexLock {
     pthread_mutex_t& m_;
 };
 
-} // namespace coexec_omp
+} // namespace coexec::openmp

@@ -25,7 +25,7 @@
 
 #include <atomic>
 
-namespace coexec_omp {
+namespace coexec::openmp {
 
 inline unsigned long now_ns() {
     timespec t{};
@@ -197,4 +197,4 @@ class TeamWait {
     unsigned long next_region_since_ = 0;
 };
 
-} // namespace coexec_omp
+} // namespace coexec::openmp

@@ -13,28 +13,18 @@ bool wait_needs_release(const void* caller) {
     return nosv_self() != nullptr && is_pocl(caller_module(caller));
 }
 
-CpuRelease::CpuRelease() : released_(coexec_block_enter() == NOSV_SUCCESS) {
+CpuRelease::CpuRelease() {
     // Already outside coexec: a CPU kept there (an OpenMP root's, between
     // regions) would otherwise stay idle until the keep's grace period ends,
     // while the workers this thread waits for queue for a CPU.
-    if (!released_) coexec_lend_kept_cpu();
-}
-
-CpuRelease::~CpuRelease() {
-    retake();
+    if (!cpu_.released()) coexec_lend_kept_cpu();
 }
 
 void CpuRelease::retake_with_unlocked(pthread_mutex_t* mutex) {
-    if (!released_) return;
+    if (!cpu_.released()) return;
     pthread_mutex_unlock(mutex);
-    retake();
+    cpu_.retake();
     pthread_mutex_lock(mutex);
-}
-
-void CpuRelease::retake() {
-    if (!released_) return;
-    released_ = false;
-    coexec_block_exit();
 }
 
 } // namespace coexec::pocl

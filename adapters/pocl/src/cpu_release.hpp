@@ -1,6 +1,8 @@
 // Giving a coexec CPU away around a wait that blocks in the kernel.
 #pragma once
 
+#include "support/cpu_released.hpp"
+
 #include <pthread.h>
 
 namespace coexec::pocl {
@@ -11,14 +13,13 @@ namespace coexec::pocl {
 // address of the wrapped call). Every other wait stays untouched.
 bool wait_needs_release(const void* caller);
 
-// While alive, the calling coexec thread holds no CPU: the constructor gives
-// it away (coexec_block_enter), the destructor waits for one again. A thread
-// already outside coexec lends a CPU it keeps (coexec_lend_kept_cpu) and
-// gets it back, if nobody took it, at its own coexec_block_exit().
+// While alive, the calling coexec thread holds no CPU (adapter::CpuReleased).
+// A thread already outside coexec lends a CPU it keeps
+// (coexec_lend_kept_cpu) and gets it back, if nobody took it, at its own
+// coexec_block_exit().
 class CpuRelease {
   public:
     CpuRelease();
-    ~CpuRelease();
 
     // For condition variables: the real wait returned with `mutex` locked.
     // Takes the CPU again *without* holding the mutex, then relocks it, so
@@ -30,8 +31,7 @@ class CpuRelease {
     CpuRelease& operator=(const CpuRelease&) = delete;
 
   private:
-    void retake();
-    bool released_ = false;
+    adapter::CpuReleased cpu_;
 };
 
 } // namespace coexec::pocl

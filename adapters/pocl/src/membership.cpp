@@ -1,5 +1,7 @@
 #include "membership.hpp"
 
+#include "support/env.hpp"
+
 #include <coexec/ext.h>
 #include <nosv.h>
 
@@ -8,21 +10,13 @@
 #include <cstring>
 
 namespace coexec::pocl {
-namespace {
-
-bool env_flag(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
-}
-
-} // namespace
 
 PoclMembership& PoclMembership::instance() {
     static PoclMembership membership;
     return membership;
 }
 
-PoclMembership::PoclMembership() : verbose_(env_flag("COEXEC_VERBOSE")) {}
+PoclMembership::PoclMembership() : verbose_(adapter::env_flag("COEXEC_VERBOSE")) {}
 
 PoclMembership::~PoclMembership() {
     // Workers still parked in PoCL (it does not join them at exit) belong to a
@@ -38,7 +32,7 @@ bool PoclMembership::start() {
 }
 
 void PoclMembership::start_once() {
-    if (env_flag("COEXEC_DISABLE")) {
+    if (adapter::env_flag("COEXEC_DISABLE")) {
         std::fprintf(stderr, "coexec-pocl: COEXEC_DISABLE is set, PoCL keeps its own threads\n");
         return;
     }

@@ -1,25 +1,13 @@
 #include "real_pthread.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdio>
-#include <cstdlib>
+#include "support/next_definition.hpp"
 
 namespace coexec::pocl {
 namespace {
 
-// Tries each version in turn: a glibc older than 2.34 has the thread calls only
-// at GLIBC_2.2.5, and dlvsym never falls back on its own.
 template <typename Fn>
 Fn resolve(const char* name, const char* version, const char* fallback_version) {
-    void* sym = dlvsym(RTLD_NEXT, name, version);
-    if (sym == nullptr && fallback_version != nullptr)
-        sym = dlvsym(RTLD_NEXT, name, fallback_version);
-    if (sym == nullptr) {
-        std::fprintf(stderr, "coexec-pocl: cannot resolve %s@%s in glibc\n", name, version);
-        std::abort();
-    }
-    return reinterpret_cast<Fn>(sym);
+    return adapter::required_versioned_definition<Fn>(name, version, fallback_version, "pocl");
 }
 
 RealPthread load() {
