@@ -85,7 +85,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     cpu.since_ns.store(now, rlx);
     cpu.handed_over.store(before == CpuState::Running, rlx);
     set_state(c, CpuState::Running);
-    trace(woken ? TraceKind::Wake : TraceKind::Grant, c, t, now);
+    trace_.cpu_event(woken ? TraceKind::Wake : TraceKind::Grant, c, t, now);
     publish_grant(c, t, wakes);
 }
 
@@ -117,7 +117,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
     cpu.handed_over.store(true, rlx);
-    trace(TraceKind::Handoff, c, t, now);
+    trace_.cpu_event(TraceKind::Handoff, c, t, now);
     publish_grant(c, t, wakes);
 }
 
@@ -213,10 +213,10 @@ void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
     int32_t t = cpu.owner_thread.load(rlx);
     if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
     set_state(c, next);
-    trace(next == CpuState::Idle       ? TraceKind::Idle
-          : next == CpuState::Sleeping ? TraceKind::Sleep
-                                       : TraceKind::Lend,
-          c, t);
+    trace_.cpu_event(next == CpuState::Idle       ? TraceKind::Idle
+                     : next == CpuState::Sleeping ? TraceKind::Sleep
+                                                  : TraceKind::Lend,
+                     c, t);
 }
 
 int32_t SharedScheduler::offer_released(int32_t c, WakeList& wakes) {
@@ -237,7 +237,7 @@ bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
     cpu.stint_start_ns = now;
     th.state.store(ThreadState::Running, rlx);
     set_state(c, CpuState::Running);
-    trace(TraceKind::Reclaim, c, thread, now);
+    trace_.cpu_event(TraceKind::Reclaim, c, thread, now);
     return true;
 }
 
@@ -336,7 +336,7 @@ void SharedScheduler::set_free(int32_t c) {
     cpu.owner_thread.store(kNone, rlx);
     cpu.since_ns.store(now, rlx);
     set_state(c, CpuState::Free);
-    if (before != CpuState::Free) trace(TraceKind::Release, c, holder, now);
+    if (before != CpuState::Free) trace_.cpu_event(TraceKind::Release, c, holder, now);
 }
 
 void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
@@ -397,7 +397,7 @@ void SharedScheduler::evict_holder(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     int32_t t = cpu.owner_thread.load(rlx);
     if (t == kNone) return;
-    trace(TraceKind::Evict, c, t);
+    trace_.cpu_event(TraceKind::Evict, c, t);
     if (cpu.state.load(rlx) == CpuState::Lent) {
         // The lender is not waiting: it learns it at reclaim_lent(). Until
         // then it runs on any managed CPU rather than share this one.

@@ -103,7 +103,7 @@ bool SharedScheduler::give_way(int32_t c, int32_t self, int32_t thread, WakeList
     if (next_turn(c, self, false, false, now, wakes) != Next::Other) return false;
     s_.threads[thread].state.store(ThreadState::Waiting, rlx);
     // At `now`, before the grant next_turn() recorded: readers order by time.
-    trace(TraceKind::Preempt, c, thread, now);
+    trace_.cpu_event(TraceKind::Preempt, c, thread, now);
     return true;
 }
 
@@ -170,7 +170,7 @@ bool SharedScheduler::give_way_within(int32_t c, int32_t self, int32_t thread, W
     const uint64_t now = now_ns();
     if (!has_work(self, c) || grant_to_pool(c, self, wakes) == kNone) return false;
     s_.threads[thread].state.store(ThreadState::Waiting, rlx);
-    trace(TraceKind::Preempt, c, thread, now);
+    trace_.cpu_event(TraceKind::Preempt, c, thread, now);
     return true;
 }
 

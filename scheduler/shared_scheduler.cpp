@@ -126,7 +126,7 @@ int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const 
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);
         h.alive[h.alive_count++] = p;
-        trace_process(TraceKind::Join, p, slot.alive_ns.load(rlx), 0);
+        trace_.process_event(TraceKind::Join, p, slot.alive_ns.load(rlx), 0);
         return p;
     }
     return kNone;
@@ -144,7 +144,7 @@ void SharedScheduler::unregister(int32_t proc, WakeList& wakes, TraceKind why) {
     // After its CPUs' releases (recorded with their holders), before the
     // CPUs go to others. A reaped process was last known to run at its
     // last beat.
-    trace_process(why, proc, now_ns(), why == TraceKind::Reap ? slot.alive_ns.load(rlx) : 0);
+    trace_.process_event(why, proc, now_ns(), why == TraceKind::Reap ? slot.alive_ns.load(rlx) : 0);
     slot.ready_total.store(0, rlx);
     slot.ready_any.store(0, rlx);
     slot.state.store(ProcState::Unused, std::memory_order_release);
@@ -183,7 +183,7 @@ SharedScheduler::DeadMembers SharedScheduler::find_dead(uint64_t now, uint64_t f
 
 bool SharedScheduler::reap(const DeadMembers& dead, WakeList& wakes) {
     s_.header.last_reap_ns.store(now_ns(), rlx);
-    reap_recorders();
+    trace_.reap_recorders();
     bool any = false;
     for (const DeadMember& m : dead) {
         if (m.proc < 0 || m.proc >= kMaxProcs) continue;
@@ -456,8 +456,7 @@ void SharedScheduler::set_label(int32_t t, std::string_view label) {
     label.copy(buf, kLabelSize - 1);
     std::memcpy(s_.threads[t].label, buf, kLabelSize);
     s_.threads[t].label_class.store(classify_label(buf), rlx);
-    if (recording()) [[unlikely]]
-        trace_label(t);
+    trace_.label_event(t);
 }
 
 void SharedScheduler::wake_thread(int32_t t) {

@@ -25,8 +25,8 @@
 //   policy.cpp            the decisions: who gets a CPU, and when; it writes
 //                         the turn of a holder that keeps its CPU,
 //                         preempt_asked_ns, and a preempted thread's state;
-//   trace_events.cpp      the recorder slots and count, and the trace rings
-//                         (through shm/trace_ring.cpp);
+//   trace_rings.cpp       the recorder slots and count, and the trace rings
+//                         (class TraceRings, through shm/trace_ring.cpp);
 //   demand.hpp            a process's ready counters (scheduler::Demand).
 // A thread's futex word moves only through ThreadWord (thread_word.hpp).
 // shm/segment.cpp writes the header's identity, isolation and lock at
@@ -37,6 +37,7 @@
 #include "scheduler/placement.hpp"
 #include "scheduler/scheduler_lock.hpp"
 #include "scheduler/topology.hpp"
+#include "scheduler/trace_rings.hpp"
 #include "scheduler/wake_list.hpp"
 #include "shm/layout.hpp"
 #include "shm/robust_mutex.hpp"
@@ -63,7 +64,7 @@ using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
 // Also the segment lock's capability (shm/thread_safety.hpp; see above).
 class COEXEC_CAPABILITY("segment lock") SharedScheduler {
   public:
-    explicit SharedScheduler(shm::Segment& segment) : s_(segment) {}
+    explicit SharedScheduler(shm::Segment& segment) : s_(segment), trace_(segment) {}
 
     // Two processes that each run on one of two CPUs, both with more work, are
     // served as fairly by keeping their CPUs as by swapping them every quantum,
@@ -365,53 +366,23 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // a stint that closes between the two reads.
     LabelTimes label_times_ns(int32_t proc, uint64_t now) const;
 
-    // ---- the trace rings (trace_events.cpp) ---------------------------
+    // ---- the trace rings (TraceRings, trace_rings.hpp) -----------------
     // Locked, by a recorder (`coexec record`) of process `pid`: ownership
     // changes are written to the trace rings while at least one recorder is
     // on; every locked change after add_recorder() is recorded (lock-free
     // hand-offs may lag by one change). False when kMaxRecorders already
     // record. A recorder that dies without remove_recorder() is removed by
     // reap().
-    bool add_recorder(pid_t pid) COEXEC_REQUIRES(this);
-    void remove_recorder(pid_t pid) COEXEC_REQUIRES(this);
+    bool add_recorder(pid_t pid) COEXEC_REQUIRES(this) { return trace_.add_recorder(pid); }
+    void remove_recorder(pid_t pid) COEXEC_REQUIRES(this) { trace_.remove_recorder(pid); }
     // Lock-free: whether a recorder is on.
-    bool recording() const;
+    bool recording() const { return trace_.recording(); }
 
   private:
     friend class SchedulerLock; // repair() runs under the lock it takes
-    // trace_events.cpp
-    // Appends an ownership change of `cpu` that names `thread` (kNone for
-    // none) at `now` (0: read the clock) to the CPU's ring, when a recorder
-    // is on. Lock-free, async-signal-safe; see shm/trace_ring.hpp for what
-    // each kind names.
-    void trace(shm::TraceKind kind, int32_t cpu, int32_t thread, uint64_t now = 0) {
-        // Relaxed: the switch publishes no data (each record carries its
-        // own ordering in its `seq`), so a stale read only adds or omits a
-        // record at the moment a recorder starts or stops. The recorder
-        // switches on under the segment lock, which orders it before every
-        // later locked change anyway.
-        if (s_.header.trace_recorders.load(std::memory_order_relaxed) != 0) [[unlikely]]
-            append_trace(kind, cpu, thread, now, 0);
-    }
-    // A process event (Join, Leave, Reap) of `proc` to the process ring.
-    void trace_process(shm::TraceKind kind, int32_t proc, uint64_t now, uint64_t detail) {
-        if (s_.header.trace_recorders.load(std::memory_order_relaxed) != 0) [[unlikely]]
-            append_process_trace(kind, proc, now, detail);
-    }
-    // A label change of `thread` on the CPU it runs on, if it runs: the
-    // label names the runtime or task type in the CPU's slices.
-    void trace_label(int32_t thread);
-    void append_trace(shm::TraceKind kind, int32_t cpu, int32_t thread, uint64_t now,
-                      uint64_t detail);
-    void append_process_trace(shm::TraceKind kind, int32_t proc, uint64_t now, uint64_t detail);
-    // Frees the recorder slots of recorders that died (reap()).
-    void reap_recorders() COEXEC_REQUIRES(this);
-    // Sets Header::trace_recorders from the recorder slots.
-    void count_recorders() COEXEC_REQUIRES(this);
+    // shared_scheduler.cpp
     // Unregisters `proc`, which left (Leave) or died (Reap).
     void unregister(int32_t proc, WakeList& wakes, shm::TraceKind why) COEXEC_REQUIRES(this);
-
-    // shared_scheduler.cpp
     void repair(WakeList& wakes) COEXEC_REQUIRES(this);
     void release_cpus_of(int32_t proc) COEXEC_REQUIRES(this);
     void free_threads_of(int32_t proc) COEXEC_REQUIRES(this);
@@ -497,6 +468,7 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
         COEXEC_REQUIRES(this);
 
     shm::Segment& s_;
+    TraceRings trace_; // every ownership change is reported to it
 };
 
 template <class Stop>

@@ -1,8 +1,4 @@
-// The trace rings: every ownership change the other files make is appended
-// here, while a recorder (`coexec record`) is on; and the recorder slots
-// (Header::recorder_pids, trace_recorders) that switch it on and off. See
-// docs/trace.md.
-#include "shared_scheduler.hpp"
+#include "scheduler/trace_rings.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/trace_ring.hpp"
@@ -28,7 +24,7 @@ void copy_label(TraceEvent& e, const char (&text)[N]) {
 }
 } // namespace
 
-bool SharedScheduler::add_recorder(pid_t pid) {
+bool TraceRings::add_recorder(pid_t pid) {
     for (auto& slot : s_.header.recorder_pids) {
         if (slot.load(rlx) != 0) continue;
         slot.store(pid, rlx);
@@ -38,7 +34,7 @@ bool SharedScheduler::add_recorder(pid_t pid) {
     return false;
 }
 
-void SharedScheduler::remove_recorder(pid_t pid) {
+void TraceRings::remove_recorder(pid_t pid) {
     for (auto& slot : s_.header.recorder_pids)
         if (pid != 0 && slot.load(rlx) == pid) {
             slot.store(0, rlx);
@@ -47,7 +43,7 @@ void SharedScheduler::remove_recorder(pid_t pid) {
     count_recorders();
 }
 
-void SharedScheduler::reap_recorders() {
+void TraceRings::reap_recorders() {
     for (auto& slot : s_.header.recorder_pids) {
         const int32_t pid = slot.load(rlx);
         // kill(pid, 0): ESRCH only when no such process exists (a reused
@@ -57,28 +53,22 @@ void SharedScheduler::reap_recorders() {
     count_recorders();
 }
 
-void SharedScheduler::count_recorders() {
+void TraceRings::count_recorders() {
     // Derived from the slots, under the lock: a recorder that died halfway
     // through adding or removing itself leaves no count behind.
     uint32_t n = 0;
     for (const auto& slot : s_.header.recorder_pids)
         n += slot.load(rlx) != 0;
-    // Relaxed: see trace(); the lock orders it with the locked changes.
+    // Relaxed: see cpu_event(); the lock orders it with the locked changes.
     s_.header.trace_recorders.store(n, rlx);
 }
 
-bool SharedScheduler::recording() const {
-    return s_.header.trace_recorders.load(rlx) != 0;
-}
-
-void SharedScheduler::append_trace(TraceKind kind, int32_t cpu, int32_t thread, uint64_t now,
-                                   uint64_t detail) {
+void TraceRings::append_cpu_event(TraceKind kind, int32_t cpu, int32_t thread, uint64_t now) {
     if (cpu < 0 || cpu >= kMaxCpus) return;
     TraceEvent e;
     e.time_ns = now != 0 ? now : now_ns();
     e.kind = kind;
     e.cpu = cpu;
-    e.detail = detail;
     if (thread >= 0 && thread < kMaxThreads) {
         const ThreadSlot& th = s_.threads[thread];
         e.thread = thread;
@@ -90,20 +80,19 @@ void SharedScheduler::append_trace(TraceKind kind, int32_t cpu, int32_t thread, 
     trace_append(s_.traces[cpu], e);
 }
 
-void SharedScheduler::trace_label(int32_t thread) {
+void TraceRings::append_label_event(int32_t thread) {
     // Only while recording, and labels change only when a thread starts a
     // task of another type: a scan of the CPUs is cheap enough here.
-    for (int32_t c = 0; c < cpu_count() && c < kMaxCpus; ++c) {
+    for (int32_t c = 0; c < s_.header.cpu_count && c < kMaxCpus; ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         if (cpu.owner_thread.load(rlx) == thread && cpu.state.load(rlx) == CpuState::Running) {
-            append_trace(TraceKind::Label, c, thread, 0, 0);
+            append_cpu_event(TraceKind::Label, c, thread, 0);
             return;
         }
     }
 }
 
-void SharedScheduler::append_process_trace(TraceKind kind, int32_t proc, uint64_t now,
-                                           uint64_t detail) {
+void TraceRings::append_process_event(TraceKind kind, int32_t proc, uint64_t now, uint64_t detail) {
     if (proc < 0 || proc >= kMaxProcs) return;
     const ProcSlot& p = s_.procs[proc];
     TraceEvent e;
