@@ -32,14 +32,14 @@ bool SharedScheduler::has_work(int32_t proc, int32_t cpu) const {
 bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
     // A stale alive list only delays a switch to the next scheduling point,
     // which decide() then settles.
-    return any_alive_unlocked([&](int32_t p) { return p != self && has_work(p, cpu); });
+    return any_alive(s_.header, [&](int32_t p) { return p != self && has_work(p, cpu); });
 }
 
 int32_t SharedScheduler::spare_cpus() const {
     // A snapshot of counters that move independently; a stale alive list or
     // count only makes the hint less exact.
     int64_t spare = s_.header.unheld_cpus.load(rlx);
-    any_alive_unlocked([&](int32_t p) {
+    any_alive(s_.header, [&](int32_t p) {
         spare -= std::max<int64_t>(0, s_.procs[p].ready_total.load(rlx));
         return false; // every process counts
     });
@@ -56,8 +56,9 @@ bool SharedScheduler::turn_over(int32_t c, int32_t proc, uint64_t now) const {
     if (cpu.turn_proc.load(rlx) != proc || now - cpu.turn_start_ns.load(rlx) >= share_turn_ns())
         return true;
     const int32_t mine = running_cpus(proc);
-    return any_alive_unlocked(
-        [&](int32_t p) { return p != proc && has_work(p, c) && short_of_cpus(p, c, mine); });
+    return any_alive(s_.header, [&](int32_t p) {
+        return p != proc && has_work(p, c) && short_of_cpus(p, c, mine);
+    });
 }
 
 bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {

@@ -13,9 +13,9 @@
 //                         words, the preemption flag and count), thread slots
 //                         (allocation and freeing, tid, label, receive word,
 //                         pool membership), the alive list, the high-water
-//                         marks and free list, the reap and join-check
-//                         marks, the ready counters' zeroing, a leaving
-//                         process's turns, and repair();
+//                         marks and free list, the reap mark when it reaps,
+//                         the ready counters' zeroing, a leaving process's
+//                         turns, and repair();
 //   cpu_slots.cpp         after format(), a CPU slot's owner, state, stint,
 //                         hand-over and count, and its turn (start_turn());
 //                         unheld_cpus, wakeable_cpus, running_cpus; grants
@@ -25,6 +25,9 @@
 //   policy.cpp            the decisions: who gets a CPU, and when; it writes
 //                         the turn of a holder that keeps its CPU,
 //                         preempt_asked_ns, and a preempted thread's state;
+//   member_watch.cpp      the beats and the look-ups of members in /proc,
+//                         and the reap and entry-check elections (class
+//                         MemberWatch);
 //   trace_rings.cpp       the recorder slots and count, and the trace rings
 //                         (class TraceRings, through shm/trace_ring.cpp);
 //   demand.hpp            a process's ready counters (scheduler::Demand).
@@ -33,7 +36,9 @@
 // creation.
 #pragma once
 
+#include "scheduler/alive_list.hpp"
 #include "scheduler/keep_word.hpp"
+#include "scheduler/member_watch.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/scheduler_lock.hpp"
 #include "scheduler/topology.hpp"
@@ -64,7 +69,8 @@ using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
 // Also the segment lock's capability (shm/thread_safety.hpp; see above).
 class COEXEC_CAPABILITY("segment lock") SharedScheduler {
   public:
-    explicit SharedScheduler(shm::Segment& segment) : s_(segment), trace_(segment) {}
+    explicit SharedScheduler(shm::Segment& segment)
+        : s_(segment), watch_(segment), trace_(segment) {}
 
     // Two processes that each run on one of two CPUs, both with more work, are
     // served as fairly by keeping their CPUs as by swapping them every quantum,
@@ -74,15 +80,10 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // turns"). Two PyTorch processes of two threads ran in 0.96 of the time
     // they took with a swap every quantum.
     static constexpr uint64_t kShareTurnQuanta = 8;
-    // How often, system-wide, one member sweeps for dead members
-    // (claim_reap()): a sweep reads /proc for every member not known to run
-    // (find_dead(), without the lock).
-    static constexpr uint64_t kReapIntervalNs = 40'000'000;
-    // A member not known to run for this long, while it holds a CPU that
-    // others wait for, is looked up in /proc (holder_died()).
-    static constexpr uint64_t kAliveStaleNs = 30'000'000;
-
     shm::Segment& segment() const { return s_; }
+    // Lock-free: whether the members still run, and the elections of who
+    // looks (MemberWatch).
+    MemberWatch& watch() { return watch_; }
     int cpu_count() const { return s_.header.cpu_count; }
     uint64_t quantum_ns() const { return s_.header.config.quantum_ns; }
 
@@ -104,43 +105,11 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
         COEXEC_REQUIRES(this);
     // Frees the slot, its threads and its CPUs (which go to others' work).
     void unregister_process(int32_t proc, WakeList& wakes) COEXEC_REQUIRES(this);
-    // A member found dead by a /proc look-up, named as it was then.
-    struct DeadMember {
-        int32_t proc;
-        pid_t pid;
-        uint64_t start_time;
-    };
-    using DeadMembers = std::vector<DeadMember>;
-    // Lock-free, and reads /proc: the members that died. A member whose
-    // beat (or another's vouching) is younger than `fresh_ns` at `now` is
-    // taken to run and not looked up (0: every member is); one found alive
-    // is vouched for, so that the next sweeps skip it for a while. The
-    // look-ups cost a system call each, which is why no lock is held: a
-    // sweep of 512 members on a busy node took up to seconds, and held
-    // every CPU holder that wanted the lock meanwhile.
-    DeadMembers find_dead(uint64_t now, uint64_t fresh_ns);
+    using DeadMembers = scheduler::DeadMembers;
     // Locked. Frees each member of `dead` whose slot still names the same
     // process (pid and start time), and recorders that died; true if any
     // member was freed. Makes no /proc look-up: its cost follows the dead.
     bool reap(const DeadMembers& dead, WakeList& wakes) COEXEC_REQUIRES(this);
-    // Lock-free. Elects one caller per `interval_ns`, system-wide, to sweep
-    // for dead members (find_dead(), then reap()): true when no sweep
-    // started in the last `interval_ns` and this caller moved the mark
-    // first.
-    bool claim_reap(uint64_t now, uint64_t interval_ns);
-    // How often an entering member checks the whole segment before it trusts
-    // it (claim_entry_check()).
-    static constexpr uint64_t kEntryCheckIntervalNs = 1'000'000'000;
-    // Lock-free. Elects one entering member per kEntryCheckIntervalNs,
-    // system-wide, to check every invariant of the segment before it
-    // registers (and the first member of a fresh segment). A check reads
-    // every slot in use, faulting in its pages: 1.4 ms on average under the
-    // lock for each of 512 processes that entered at once, when every entry
-    // was checked.
-    bool claim_entry_check(uint64_t now);
-    // Lock-free. Makes the next claim_reap() win at once (a dead lock
-    // holder was repaired: its process is to be found).
-    void reap_soon();
     // ---- direct grants across processes (ReceiveWord) -----------------
     // Lock-free, by `proc`, under its queue lock, right after it queued the
     // own task of its thread `t` as its only ready item: a CPU granted to
@@ -162,19 +131,6 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // for the caller to grant(); kNone when there is none.
     int32_t claim_receiver(int32_t c, int32_t proc) COEXEC_REQUIRES(this);
 
-    // Lock-free, by the process itself (its monitor, once a period): it runs.
-    void beat(int32_t proc, uint64_t now);
-    // Lock-free. The members other than `self` that hold a Running CPU and
-    // have died, to reap(). Only members not known to run for `stale_ns`
-    // are looked up in /proc (at most one read per holder); one found alive
-    // is vouched for, so the other waiters do not read /proc for it again
-    // for a while. Not elected: a dead holder keeps CPUs from everyone, so
-    // every waiter looks, and a reaper the kernel does not run delays no one.
-    DeadMembers dead_holders(int32_t self, uint64_t now, uint64_t stale_ns);
-    // Lock-free, and reads /proc. Whether the oldest member still runs:
-    // when it does the segment is in use; when it died, a sweep
-    // (find_dead()) finds the others.
-    bool oldest_member_alive() const;
     // Locked. Whether the CPU table was laid out (format()); a fresh
     // segment has none until its first member discovers the topology.
     bool formatted() const COEXEC_REQUIRES(this) { return s_.header.cpu_count > 0; }
@@ -391,20 +347,6 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // Takes `thread` out of its process's pool stack, if it is there.
     void pool_remove(int32_t thread) COEXEC_REQUIRES(this);
     int32_t pool_pop(int32_t proc) COEXEC_REQUIRES(this);
-    // Lock-free, and reads /proc: appends `p` to `dead` if it died. A member
-    // whose beat (or vouching) is younger than `stale_ns` at `now` is not
-    // looked up (0: always); of several callers in one stale period, one
-    // looks it up and vouches for it (find_dead(), dead_holders()).
-    void look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMembers& dead);
-    // Lock-free: true when `mark` is at least `interval_ns` before `now`
-    // and this caller moved it to `now` first.
-    static bool claim_interval(std::atomic<uint64_t>& mark, uint64_t now, uint64_t interval_ns);
-    // Lock-free: calls `stop(proc)` for each process on the alive list until
-    // one returns true, and says whether one did. The list may change under
-    // the walk; the bounds are checked, so a stale read only skips or
-    // repeats a process.
-    template <class Stop>
-    bool any_alive_unlocked(Stop stop) const;
 
     // cpu_slots.cpp
     // Hands `cpu` to `thread`, whatever it held before.
@@ -468,18 +410,8 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
         COEXEC_REQUIRES(this);
 
     shm::Segment& s_;
+    MemberWatch watch_;
     TraceRings trace_; // every ownership change is reported to it
 };
-
-template <class Stop>
-bool SharedScheduler::any_alive_unlocked(Stop stop) const {
-    const shm::Header& h = s_.header;
-    int n = std::min<int>(h.alive_count, shm::kMaxProcs);
-    for (int i = 0; i < n; ++i) {
-        int32_t p = h.alive[i];
-        if (p >= 0 && p < shm::kMaxProcs && stop(p)) return true;
-    }
-    return false;
-}
 
 } // namespace coexec::scheduler

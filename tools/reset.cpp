@@ -47,7 +47,7 @@ int reset_when_unused(const Target& target, shm::SegmentMapping& mapping) {
     std::string pids;
     bool unused = false;
     int status = 0;
-    const auto dead = sched.find_dead(shm::now_ns(), 0); // /proc reads, before the lock
+    const auto dead = sched.watch().find_dead(shm::now_ns(), 0); // /proc reads, before the lock
     {
         scheduler::SchedulerLock guard(sched, wakes, scheduler::SchedulerLock::Check::No);
         sched.reap(dead, wakes);

@@ -76,9 +76,9 @@ int Membership::enter(const config::Config& config, std::string& why) {
     const uint64_t start = process_start_time(pid);
     SharedScheduler::DeadMembers dead;
     if (segment().header.cpu_count > 0 &&
-        (sched.claim_reap(now_ns(), SharedScheduler::kReapIntervalNs) ||
-         !sched.oldest_member_alive()))
-        dead = sched.find_dead(now_ns(), 0);
+        (sched.watch().claim_reap(now_ns(), scheduler::MemberWatch::kReapIntervalNs) ||
+         !sched.watch().oldest_member_alive()))
+        dead = sched.watch().find_dead(now_ns(), 0);
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
@@ -86,7 +86,7 @@ int Membership::enter(const config::Config& config, std::string& why) {
         // before this process trusts a single index in it, by one entering
         // member per interval (a burst of entries checks it once, not once
         // each: claim_entry_check()).
-        if (const auto violations = sched.claim_entry_check(now_ns())
+        if (const auto violations = sched.watch().claim_entry_check(now_ns())
                                         ? scheduler::check_invariants(segment())
                                         : std::vector<std::string>{};
             !violations.empty()) {
@@ -112,7 +112,7 @@ int Membership::enter(const config::Config& config, std::string& why) {
     if (!corrupt && discovered && proc_ == kNone) {
         // A full table may hold dead members' slots: sweep every member,
         // outside the lock, and try once more.
-        dead = sched.find_dead(now_ns(), 0);
+        dead = sched.watch().find_dead(now_ns(), 0);
         {
             scheduler::SchedulerLock lock(sched, wakes);
             if (sched.reap(dead, wakes)) proc_ = sched.register_process(pid, start, process_name());

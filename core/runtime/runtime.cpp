@@ -10,6 +10,7 @@
 namespace coexec::core {
 
 using namespace coexec::shm;
+using scheduler::MemberWatch;
 using scheduler::SharedScheduler;
 using scheduler::WakeList;
 
@@ -34,7 +35,7 @@ std::mutex& init_mutex() {
 
 // The monitor's period (wake_monitor() ends one early). At each it beats
 // (ProcSlot::alive_ns, which tells other members it still runs, see
-// SharedScheduler::kAliveStaleNs), and then looks for dead members, overdue
+// MemberWatch::kAliveStaleNs), and then looks for dead members, overdue
 // holders and CPUs for its process's work (monitor_main()).
 constexpr uint64_t kMonitorPeriodNs = 20'000'000;
 
@@ -207,7 +208,7 @@ void Runtime::monitor_main() {
         sched().wait_monitor(proc(), kMonitorPeriodNs);
         if (stopping()) break;
         uint64_t now = now_ns();
-        sched().beat(proc(), now);
+        sched().watch().beat(proc(), now);
         preemption_.ask_sleeping_program_thread();
         bool want_cpu = demand.total() > 0;
         auto all_held = [&] { return s.header.unheld_cpus.load(std::memory_order_relaxed) == 0; };
@@ -216,10 +217,10 @@ void Runtime::monitor_main() {
         // taken only when one died. A dead member that holds CPUs we wait
         // for is looked for at every period.
         SharedScheduler::DeadMembers dead;
-        if (sched().claim_reap(now, SharedScheduler::kReapIntervalNs))
-            dead = sched().find_dead(now, SharedScheduler::kAliveStaleNs);
+        if (sched().watch().claim_reap(now, MemberWatch::kReapIntervalNs))
+            dead = sched().watch().find_dead(now, MemberWatch::kAliveStaleNs);
         else if (want_cpu && all_held())
-            dead = sched().dead_holders(proc(), now, SharedScheduler::kAliveStaleNs);
+            dead = sched().watch().dead_holders(proc(), now, MemberWatch::kAliveStaleNs);
         // Whoever passes a CPU to this process (a holder at its turn's end,
         // a preempted holder, a CPU going free) grants it to a pool thread,
         // unless the work is a lone task waiting on its own thread. Work that

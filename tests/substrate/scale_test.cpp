@@ -137,15 +137,16 @@ TEST(Scale, OneCallerPerIntervalIsElectedToReap) {
     SharedScheduler sched(*mapping.get());
     constexpr uint64_t kInterval = 40'000'000;
     const uint64_t t0 = shm::now_ns();
-    EXPECT_TRUE(sched.claim_reap(t0, kInterval));
-    EXPECT_FALSE(sched.claim_reap(t0 + kInterval - 1, kInterval));
-    EXPECT_FALSE(sched.claim_reap(t0 - 1, kInterval)); // a clock read before the mark
-    EXPECT_TRUE(sched.claim_reap(t0 + kInterval, kInterval));
+    EXPECT_TRUE(sched.watch().claim_reap(t0, kInterval));
+    EXPECT_FALSE(sched.watch().claim_reap(t0 + kInterval - 1, kInterval));
+    EXPECT_FALSE(sched.watch().claim_reap(t0 - 1, kInterval)); // a clock read before the mark
+    EXPECT_TRUE(sched.watch().claim_reap(t0 + kInterval, kInterval));
     // Callers racing at one moment: one wins.
     std::atomic<int> winners{0};
     std::vector<std::thread> threads;
     for (int i = 0; i < 8; ++i)
-        threads.emplace_back([&] { winners += sched.claim_reap(t0 + 3 * kInterval, kInterval); });
+        threads.emplace_back(
+            [&] { winners += sched.watch().claim_reap(t0 + 3 * kInterval, kInterval); });
     for (auto& t : threads)
         t.join();
     EXPECT_EQ(winners.load(), 1);
@@ -263,7 +264,7 @@ TEST_F(FullProcessTable, OfDeadMembersIsReclaimedAtJoin) {
     ASSERT_EQ(int(fillers.size()), shm::kMaxProcs - 1);
     // No periodic reap for a while, and the oldest member lives: only the
     // full table makes the join reap.
-    ASSERT_TRUE(sched.claim_reap(shm::now_ns() + 60'000'000'000ULL, 0));
+    ASSERT_TRUE(sched.watch().claim_reap(shm::now_ns() + 60'000'000'000ULL, 0));
 
     EXPECT_EQ(test::wait_child(test::fork_child(join_and_leave), 20s), 0);
     EXPECT_LT(mapping_->header.alive_count, shm::kMaxProcs);

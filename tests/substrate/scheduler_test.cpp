@@ -319,7 +319,7 @@ TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
     }
     add_ready(live);
     // Looked up without the lock; only the dead member is named.
-    const auto found = sched_->find_dead(now_ns(), 0);
+    const auto found = sched_->watch().find_dead(now_ns(), 0);
     ASSERT_EQ(found.size(), 1u);
     EXPECT_EQ(found[0].proc, dead);
     scheduler::SchedulerLock lock(*sched_, w);
@@ -338,11 +338,11 @@ TEST_F(SchedulerTest, AWaiterFindsADeadHolderOnceItFallsSilent) {
         ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
     }
     ASSERT_EQ(seg().cpus[0].state.load(), CpuState::Running);
-    const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
-    sched_->beat(dead, t0);
-    EXPECT_TRUE(sched_->dead_holders(live, t0 + stale / 2, stale).empty()); // beat recently
-    EXPECT_EQ(sched_->dead_holders(live, t0 + stale, stale).size(), 1u); // silent: /proc says dead
-    EXPECT_TRUE(sched_->dead_holders(dead, t0 + 2 * stale, stale).empty()); // never its own CPUs
+    const uint64_t t0 = now_ns(), stale = MemberWatch::kAliveStaleNs;
+    sched_->watch().beat(dead, t0);
+    EXPECT_TRUE(sched_->watch().dead_holders(live, t0 + stale / 2, stale).empty()); // beat recently
+    EXPECT_EQ(sched_->watch().dead_holders(live, t0 + stale, stale).size(), 1u); // silent: /proc says dead
+    EXPECT_TRUE(sched_->watch().dead_holders(dead, t0 + 2 * stale, stale).empty()); // never its own CPUs
 }
 
 TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
@@ -353,9 +353,9 @@ TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
         scheduler::SchedulerLock lock(*sched_, w);
         ASSERT_EQ(sched_->claim_unheld_cpu(holder, {Placement::Kind::Cpu, 1, true}, w), 1);
     }
-    const uint64_t t0 = now_ns(), stale = SharedScheduler::kAliveStaleNs;
-    sched_->beat(holder, t0);
-    EXPECT_TRUE(sched_->dead_holders(waiter, t0 + stale, stale).empty());
+    const uint64_t t0 = now_ns(), stale = MemberWatch::kAliveStaleNs;
+    sched_->watch().beat(holder, t0);
+    EXPECT_TRUE(sched_->watch().dead_holders(waiter, t0 + stale, stale).empty());
     // Vouched for at that time: other waiters skip it for another period.
     EXPECT_EQ(seg().procs[holder].alive_ns.load(), t0 + stale);
 }

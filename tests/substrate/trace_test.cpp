@@ -297,7 +297,7 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     EXPECT_TRUE(sched.recording());
     auto reap = [&] {
         scheduler::WakeList wakes;
-        const auto dead = sched.find_dead(test::now_ns(), 0);
+        const auto dead = sched.watch().find_dead(test::now_ns(), 0);
         {
             scheduler::SchedulerLock lock(sched, wakes);
             sched.reap(dead, wakes);
