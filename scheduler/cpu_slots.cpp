@@ -92,7 +92,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
 void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
     ThreadSlot& th = s_.threads[t];
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
-    bind_thread(t, c);
+    binding_.bind(t, c);
     // The state and the grant are stored back to back: a granter that dies
     // before the state store leaves a slot that repair_cpu_slots() finishes;
     // one that dies between the two leaves the CPU lost (a known gap).
@@ -119,37 +119,6 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
     cpu.handed_over.store(true, rlx);
     trace_.cpu_event(TraceKind::Handoff, c, t, now);
     publish_grant(c, t, wakes);
-}
-
-void SharedScheduler::bind_thread(int32_t t, int32_t c) {
-    ThreadSlot& th = s_.threads[t];
-    // tid 0 (a worker not started yet) would name the caller itself.
-    const pid_t tid = th.tid.load(rlx);
-    const int32_t bound = th.bound_cpu.load(rlx);
-    if (bound == c || tid <= 0) return;
-    // A thread that keeps its affinity is ours to move only while coexec
-    // pins it (note_binding()); otherwise its mask is its own.
-    if (th.keeps_affinity && bound == kNone) return;
-    // Granters bind before they publish the grant: binding a waiting thread
-    // is cheap, and the kernel then wakes it on the granted CPU. A thread
-    // that binds itself after waking first runs on its previous CPU
-    // (delaying that CPU's holder) and then migrates.
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(s_.cpus[c].system_id, &set);
-    th.bound_cpu.store(kernel_set_affinity(tid, sizeof set, &set) == 0 ? c : kNone, rlx);
-}
-
-void SharedScheduler::unbind_thread(int32_t t) {
-    ThreadSlot& th = s_.threads[t];
-    const pid_t tid = th.tid.load(rlx);
-    if (tid <= 0 || th.keeps_affinity) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int32_t c = 0; c < cpu_count(); ++c)
-        CPU_SET(s_.cpus[c].system_id, &set);
-    kernel_set_affinity(tid, sizeof set, &set);
-    th.bound_cpu.store(kNone, rlx);
 }
 
 void SharedScheduler::set_state(int32_t c, CpuState next) {
@@ -301,18 +270,6 @@ int32_t SharedScheduler::take_grant(int32_t t) {
     return s_.threads[t].grant.exchange(kNone, std::memory_order_acquire);
 }
 
-void SharedScheduler::note_binding(int32_t t, int32_t c) {
-    s_.threads[t].bound_cpu.store(c, rlx);
-}
-
-void SharedScheduler::forget_binding(int32_t t) {
-    s_.threads[t].bound_cpu.store(kNone, rlx);
-}
-
-int32_t SharedScheduler::bound_cpu(int32_t t) const {
-    return s_.threads[t].bound_cpu.load(rlx);
-}
-
 bool SharedScheduler::holds(int32_t t, int32_t c) const {
     const CpuSlot& cpu = s_.cpus[c];
     return c != kNone && cpu.owner_thread.load(rlx) == t &&
@@ -401,7 +358,7 @@ void SharedScheduler::evict_holder(int32_t c) {
     if (cpu.state.load(rlx) == CpuState::Lent) {
         // The lender is not waiting: it learns it at reclaim_lent(). Until
         // then it runs on any managed CPU rather than share this one.
-        unbind_thread(t);
+        binding_.unbind(t);
         s_.threads[t].state.store(ThreadState::Blocked, rlx);
         cpu.owner_thread.store(kNone, rlx);
         cpu.owner_proc.store(kNone, rlx);

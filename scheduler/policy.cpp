@@ -283,7 +283,7 @@ int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where,
 
 int32_t SharedScheduler::grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes) {
     const int32_t proc = s_.threads[thread].proc;
-    const int32_t c = find_unheld_cpu(proc, where, bound_cpu(thread));
+    const int32_t c = find_unheld_cpu(proc, where, binding_.bound_cpu(thread));
     if (c == kNone) return kNone;
     evict_holder(c);
     start_turn(c, proc, now_ns());

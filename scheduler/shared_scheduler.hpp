@@ -20,8 +20,8 @@
 //                         hand-over and count, and its turn (start_turn());
 //                         unheld_cpus, wakeable_cpus, running_cpus; grants
 //                         and a thread's state as it gets, holds or loses a
-//                         CPU; keep words and bindings; CPU time and
-//                         hand-off counts;
+//                         CPU; keep words; CPU time and hand-off counts;
+//   thread_binding.cpp    each thread's kernel affinity (class ThreadBinding);
 //   policy.cpp            the decisions: who gets a CPU, and when; it writes
 //                         the turn of a holder that keeps its CPU,
 //                         preempt_asked_ns, and a preempted thread's state;
@@ -41,6 +41,7 @@
 #include "scheduler/member_watch.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/scheduler_lock.hpp"
+#include "scheduler/thread_binding.hpp"
 #include "scheduler/topology.hpp"
 #include "scheduler/trace_rings.hpp"
 #include "scheduler/wake_list.hpp"
@@ -70,7 +71,7 @@ using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
 class COEXEC_CAPABILITY("segment lock") SharedScheduler {
   public:
     explicit SharedScheduler(shm::Segment& segment)
-        : s_(segment), watch_(segment), trace_(segment) {}
+        : s_(segment), watch_(segment), binding_(segment), trace_(segment) {}
 
     // Two processes that each run on one of two CPUs, both with more work, are
     // served as fairly by keeping their CPUs as by swapping them every quantum,
@@ -186,19 +187,8 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // a monitor took it (take_kept()). Lock-free when it wins; when it lost,
     // it takes the lock once, so that on return the CPU is already freed.
     bool end_keep(int32_t thread, KeepWord word);
-    // Sets the kernel affinity of `thread` to `cpu`, unless it is bound
-    // there already. Only by the thread itself, or by whoever grants it
-    // `cpu` while it waits. A thread the kernel refuses (another user's) is
-    // left to bind itself, and so is one that keeps its affinity while
-    // coexec has not pinned it (note_binding()).
-    void bind_thread(int32_t thread, int32_t cpu);
-    // A thread that keeps its affinity pinned itself to `cpu`: until it
-    // forgets the binding, granters move it as they move other threads.
-    void note_binding(int32_t thread, int32_t cpu);
-    // The thread changed its own affinity: the next bind_thread() sets it.
-    void forget_binding(int32_t thread);
-    // The CPU `thread`'s kernel affinity names, or kNone.
-    int32_t bound_cpu(int32_t thread) const;
+    // Lock-free: the kernel affinity of the threads (ThreadBinding).
+    ThreadBinding& binding() { return binding_; }
 
     // ---- demand (lock-free hints) ------------------------------------
     // Does `proc` have ready work that may run on `cpu`?
@@ -375,8 +365,6 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     void repair_cpu_slots(WakeList& wakes) COEXEC_REQUIRES(this);
     // Repair: whether `cpu`'s named holder may hold it.
     bool holder_is_sound(int32_t cpu) const COEXEC_REQUIRES(this);
-    // Lets `thread` run on every managed CPU (an evicted lender).
-    void unbind_thread(int32_t thread);
     // Adds the CPU's open stint, if any, to its process's CPU time, under
     // the label class of the CPU's holder.
     void close_stint(shm::CpuSlot& cpu, uint64_t now);
@@ -411,6 +399,7 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
 
     shm::Segment& s_;
     MemberWatch watch_;
+    ThreadBinding binding_;
     TraceRings trace_; // every ownership change is reported to it
 };
 

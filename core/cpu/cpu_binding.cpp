@@ -61,7 +61,7 @@ void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     self.last_cpu = cpu;
     const int32_t system_cpu = sched_.segment().cpus[cpu].system_id;
     if (!self.keeps_affinity) {
-        sched_.bind_thread(self.slot, cpu); // usually the granter bound us already
+        sched_.binding().bind(self.slot, cpu); // usually the granter bound us already
         // A granter's binding moves a sleeping thread at once, but one that
         // spun on another CPU (an idle holder handed work elsewhere) runs
         // on there until the kernel migrates it, beside that CPU's new
@@ -83,7 +83,7 @@ void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     // Pinned, the thread would wake on this CPU after a grant of another,
     // behind its holder, and then migrate itself; granters now bind it
     // before they wake it, as they do other threads.
-    sched_.note_binding(self.slot, cpu);
+    sched_.binding().note(self.slot, cpu);
 }
 
 void CpuBinding::pin_self(int32_t system_cpu) {
@@ -94,14 +94,14 @@ void CpuBinding::pin_self(int32_t system_cpu) {
 }
 
 void CpuBinding::forget(ThreadContext& self) {
-    sched_.forget_binding(self.slot);
+    sched_.binding().forget(self.slot);
 }
 
 void CpuBinding::unpin(ThreadContext& self) {
     // Other threads keep coexec's binding until detach.
     if (!self.keeps_affinity) return;
     // The thread holds its CPU, so no granter binds it meanwhile.
-    if (self.pinned) sched_.forget_binding(self.slot);
+    if (self.pinned) sched_.binding().forget(self.slot);
     affinity_.leave_cpu(self.affinity, std::exchange(self.pinned, false));
 }
 

@@ -341,8 +341,10 @@ TEST_F(SchedulerTest, AWaiterFindsADeadHolderOnceItFallsSilent) {
     const uint64_t t0 = now_ns(), stale = MemberWatch::kAliveStaleNs;
     sched_->watch().beat(dead, t0);
     EXPECT_TRUE(sched_->watch().dead_holders(live, t0 + stale / 2, stale).empty()); // beat recently
-    EXPECT_EQ(sched_->watch().dead_holders(live, t0 + stale, stale).size(), 1u); // silent: /proc says dead
-    EXPECT_TRUE(sched_->watch().dead_holders(dead, t0 + 2 * stale, stale).empty()); // never its own CPUs
+    EXPECT_EQ(sched_->watch().dead_holders(live, t0 + stale, stale).size(),
+              1u); // silent: /proc says dead
+    EXPECT_TRUE(
+        sched_->watch().dead_holders(dead, t0 + 2 * stale, stale).empty()); // never its own CPUs
 }
 
 TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
@@ -775,12 +777,12 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
         return s;
     }();
 
-    sched_->bind_thread(t, 1);
+    sched_->binding().bind(t, 1);
     cpu_set_t now = mask();
     EXPECT_TRUE(CPU_EQUAL(&now, &wide)) << "moved before coexec pinned it";
-    EXPECT_EQ(sched_->bound_cpu(t), kNone);
+    EXPECT_EQ(sched_->binding().bound_cpu(t), kNone);
 
-    sched_->note_binding(t, 0); // it pinned itself to CPU 0
+    sched_->binding().note(t, 0); // it pinned itself to CPU 0
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
@@ -791,11 +793,11 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
     EXPECT_EQ(sched_->take_grant(t), 1);
     now = mask();
     EXPECT_TRUE(CPU_EQUAL(&now, &only1)) << "a grant of CPU 1 left the pinned keeper elsewhere";
-    EXPECT_EQ(sched_->bound_cpu(t), 1);
+    EXPECT_EQ(sched_->binding().bound_cpu(t), 1);
 
-    sched_->forget_binding(t); // it left coexec and restored its own mask
+    sched_->binding().forget(t); // it left coexec and restored its own mask
     ASSERT_EQ(::syscall(SYS_sched_setaffinity, tid.load(), sizeof wide, &wide), 0);
-    sched_->bind_thread(t, 0);
+    sched_->binding().bind(t, 0);
     now = mask();
     EXPECT_TRUE(CPU_EQUAL(&now, &wide)) << "moved after it left coexec";
     done.store(true);
