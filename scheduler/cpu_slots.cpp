@@ -41,24 +41,6 @@ const char* label_class_name(LabelClass c) {
     }
 }
 
-LabelClass SharedScheduler::holder_class(const CpuSlot& cpu) const {
-    const int32_t t = cpu.owner_thread.load(rlx);
-    if (t < 0 || t >= kMaxThreads) return LabelClass::Other;
-    // Relaxed: set_label() stores it without the lock; a class one label
-    // change late only moves that stint to the previous label.
-    const auto c = s_.threads[t].label_class.load(rlx);
-    return uint32_t(c) < uint32_t(kLabelClasses) ? c : LabelClass::Other;
-}
-
-void SharedScheduler::close_stint(CpuSlot& cpu, uint64_t now) {
-    if (cpu.stint_proc == kNone) return;
-    ProcSlot& p = s_.procs[cpu.stint_proc];
-    const uint64_t d = now - cpu.stint_start_ns;
-    p.cpu_time_ns.fetch_add(d, rlx);
-    p.label_time_ns[int(holder_class(cpu))].fetch_add(d, rlx);
-    cpu.stint_proc = kNone;
-}
-
 bool SharedScheduler::runs_elsewhere(int32_t t, int32_t c) const {
     for (int32_t other = 0; other < cpu_count(); ++other)
         if (other != c && s_.cpus[other].owner_thread.load(rlx) == t &&
@@ -75,11 +57,7 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     // A sleeping holder given work again is woken; anything else is a grant.
     const CpuState before = cpu.state.load(rlx);
     const bool woken = before == CpuState::Sleeping && cpu.owner_thread.load(rlx) == t;
-    if (cpu.stint_proc != th.proc) {
-        close_stint(cpu, now);
-        cpu.stint_proc = th.proc;
-        cpu.stint_start_ns = now;
-    }
+    time_.run_for(c, th.proc, now);
     cpu.owner_proc.store(th.proc, rlx);
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
@@ -107,13 +85,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     const uint64_t now = now_ns();
-    // The stint so far belongs to the old holder's label class.
-    if (cpu.stint_proc != kNone && holder_class(cpu) != s_.threads[t].label_class.load(rlx)) {
-        const int32_t proc = cpu.stint_proc;
-        close_stint(cpu, now);
-        cpu.stint_proc = proc;
-        cpu.stint_start_ns = now;
-    }
+    time_.relabel(c, s_.threads[t].label_class.load(rlx), now);
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
     cpu.handed_over.store(true, rlx);
@@ -178,7 +150,7 @@ int32_t SharedScheduler::release(int32_t c, WakeList& wakes) {
 
 void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
     CpuSlot& cpu = s_.cpus[c];
-    if (cpu.state.load(rlx) == CpuState::Running) close_stint(cpu, now_ns());
+    if (cpu.state.load(rlx) == CpuState::Running) time_.stop(c, now_ns());
     int32_t t = cpu.owner_thread.load(rlx);
     if (t != kNone) s_.threads[t].state.store(ThreadState::Holding, rlx);
     set_state(c, next);
@@ -202,8 +174,7 @@ bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
     if (cpu.state.load(rlx) != CpuState::Lent || cpu.owner_thread.load(rlx) != thread) return false;
     ThreadSlot& th = s_.threads[thread];
     const uint64_t now = now_ns();
-    cpu.stint_proc = th.proc;
-    cpu.stint_start_ns = now;
+    time_.start(c, th.proc, now);
     th.state.store(ThreadState::Running, rlx);
     set_state(c, CpuState::Running);
     trace_.cpu_event(TraceKind::Reclaim, c, thread, now);
@@ -288,7 +259,7 @@ void SharedScheduler::set_free(int32_t c) {
     const CpuState before = cpu.state.load(rlx);
     const int32_t holder = cpu.owner_thread.load(rlx);
     const uint64_t now = now_ns();
-    if (before == CpuState::Running) close_stint(cpu, now);
+    if (before == CpuState::Running) time_.stop(c, now);
     cpu.owner_proc.store(kNone, rlx);
     cpu.owner_thread.store(kNone, rlx);
     cpu.since_ns.store(now, rlx);
@@ -371,35 +342,6 @@ void SharedScheduler::evict_holder(int32_t c) {
     ThreadWord::move_quietly(s_.threads[t].word);
     cpu.owner_thread.store(kNone, rlx);
     cpu.owner_proc.store(kNone, rlx);
-}
-
-uint64_t SharedScheduler::cpu_time_ns(int32_t proc, uint64_t now) const {
-    uint64_t total = s_.procs[proc].cpu_time_ns.load(rlx);
-    for (int c = 0; c < cpu_count(); ++c) {
-        const CpuSlot& cpu = s_.cpus[c];
-        if (cpu.stint_proc != proc || now <= cpu.stint_start_ns) continue;
-        // Saturating: a stored time near the top of its range (a damaged
-        // segment) gives the largest time, never one wrapped around to a
-        // small value.
-        const uint64_t open = now - cpu.stint_start_ns;
-        total = open > UINT64_MAX - total ? UINT64_MAX : total + open;
-    }
-    return total;
-}
-
-LabelTimes SharedScheduler::label_times_ns(int32_t proc, uint64_t now) const {
-    LabelTimes times{};
-    for (int l = 0; l < kLabelClasses; ++l)
-        times[l] = s_.procs[proc].label_time_ns[l].load(rlx);
-    for (int c = 0; c < cpu_count(); ++c) {
-        const CpuSlot& cpu = s_.cpus[c];
-        if (cpu.stint_proc != proc || now <= cpu.stint_start_ns) continue;
-        // Saturating, as in cpu_time_ns().
-        const uint64_t open = now - cpu.stint_start_ns;
-        uint64_t& time = times[int(holder_class(cpu))];
-        time = open > UINT64_MAX - time ? UINT64_MAX : time + open;
-    }
-    return times;
 }
 
 } // namespace coexec::scheduler

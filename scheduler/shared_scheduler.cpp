@@ -223,7 +223,7 @@ void SharedScheduler::release_cpus_of(int32_t proc) {
     uint64_t now = now_ns();
     for (int c = 0; c < cpu_count(); ++c) {
         CpuSlot& cpu = s_.cpus[c];
-        if (cpu.stint_proc == proc) close_stint(cpu, now);
+        time_.stop_if_of(c, proc, now);
         if (cpu.turn_proc.load(rlx) == proc) cpu.turn_proc.store(kNone, rlx);
         if (cpu.owner_proc.load(rlx) == proc) set_free(c);
     }

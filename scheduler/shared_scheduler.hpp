@@ -20,7 +20,9 @@
 //                         hand-over and count, and its turn (start_turn());
 //                         unheld_cpus, wakeable_cpus, running_cpus; grants
 //                         and a thread's state as it gets, holds or loses a
-//                         CPU; keep words; CPU time and hand-off counts;
+//                         CPU; keep words; hand-off counts;
+//   cpu_time.cpp          CPU time: each CPU's stint and the totals (class
+//                         CpuTime);
 //   thread_binding.cpp    each thread's kernel affinity (class ThreadBinding);
 //   policy.cpp            the decisions: who gets a CPU, and when; it writes
 //                         the turn of a holder that keeps its CPU,
@@ -37,6 +39,7 @@
 #pragma once
 
 #include "scheduler/alive_list.hpp"
+#include "scheduler/cpu_time.hpp"
 #include "scheduler/keep_word.hpp"
 #include "scheduler/member_watch.hpp"
 #include "scheduler/placement.hpp"
@@ -64,14 +67,11 @@ shm::LabelClass classify_label(std::string_view label);
 // "openmp", "tbb", "pocl" or "other".
 const char* label_class_name(shm::LabelClass c);
 
-// CPU time by shm::LabelClass, in nanoseconds.
-using LabelTimes = std::array<uint64_t, shm::kLabelClasses>;
-
 // Also the segment lock's capability (shm/thread_safety.hpp; see above).
 class COEXEC_CAPABILITY("segment lock") SharedScheduler {
   public:
     explicit SharedScheduler(shm::Segment& segment)
-        : s_(segment), watch_(segment), binding_(segment), trace_(segment) {}
+        : s_(segment), watch_(segment), binding_(segment), time_(segment), trace_(segment) {}
 
     // Two processes that each run on one of two CPUs, both with more work, are
     // served as fairly by keeping their CPUs as by swapping them every quantum,
@@ -304,13 +304,8 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     // at a time, so a grant must never find it so.
     bool runs_elsewhere(int32_t thread, int32_t cpu) const;
 
-    // Lock-free: CPU time `proc` received, including open stints.
-    uint64_t cpu_time_ns(int32_t proc, uint64_t now) const;
-    // Lock-free: the same by the label class of the holding thread (the
-    // class it has when a stint ends; open stints count under the class
-    // their holder has now). The classes add up to cpu_time_ns() but for
-    // a stint that closes between the two reads.
-    LabelTimes label_times_ns(int32_t proc, uint64_t now) const;
+    // Lock-free: the CPU time each process received (CpuTime).
+    const CpuTime& cpu_time() const { return time_; }
 
     // ---- the trace rings (TraceRings, trace_rings.hpp) -----------------
     // Locked, by a recorder (`coexec record`) of process `pid`: ownership
@@ -365,11 +360,6 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     void repair_cpu_slots(WakeList& wakes) COEXEC_REQUIRES(this);
     // Repair: whether `cpu`'s named holder may hold it.
     bool holder_is_sound(int32_t cpu) const COEXEC_REQUIRES(this);
-    // Adds the CPU's open stint, if any, to its process's CPU time, under
-    // the label class of the CPU's holder.
-    void close_stint(shm::CpuSlot& cpu, uint64_t now);
-    // The label class of the thread holding `cpu` now (Other without one).
-    shm::LabelClass holder_class(const shm::CpuSlot& cpu) const;
     // After the holder made `cpu` unheld: offers it to work queued
     // meanwhile (the Dekker pair of a submitter's kick).
     int32_t offer_released(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(this);
@@ -400,6 +390,7 @@ class COEXEC_CAPABILITY("segment lock") SharedScheduler {
     shm::Segment& s_;
     MemberWatch watch_;
     ThreadBinding binding_;
+    CpuTime time_;
     TraceRings trace_; // every ownership change is reported to it
 };
 

@@ -143,8 +143,8 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, int32_t pid, uint6
     // damage (or a rarer race), shown as unknown.
     // SharedScheduler walks header.cpu_count CPUs: only with a sane count.
     if (checked_cpu_count(sched.segment().header) == sched.cpu_count()) {
-        row.label_time_ns = sched.label_times_ns(slot, now);
-        row.cpu_time_ns = sched.cpu_time_ns(slot, now);
+        row.label_time_ns = sched.cpu_time().by_label_ns(slot, now);
+        row.cpu_time_ns = sched.cpu_time().total_ns(slot, now);
     } else {
         for (int l = 0; l < shm::kLabelClasses; ++l)
             row.label_time_ns[l] = p.label_time_ns[l].load(rlx);

@@ -131,14 +131,15 @@ TEST(Fairness, TwoCpuBoundProcessesTakeTurnsOnEveryCpu) {
         scheduler::SharedScheduler sched(*map.get());
         TurnCounter turns(*map.get(), pa, pb);
         const uint64_t t0 = shm::now_ns();
-        const uint64_t a0 = sched.cpu_time_ns(pa, t0), b0 = sched.cpu_time_ns(pb, t0);
+        const uint64_t a0 = sched.cpu_time().total_ns(pa, t0),
+                       b0 = sched.cpu_time().total_ns(pb, t0);
         const bool took_turns = test::wait_until([&] {
             turns.sample();
             return turns.each_had(kTurns);
         });
         const uint64_t t1 = shm::now_ns();
-        const double da = double(sched.cpu_time_ns(pa, t1) - a0);
-        const double db = double(sched.cpu_time_ns(pb, t1) - b0);
+        const double da = double(sched.cpu_time().total_ns(pa, t1) - a0);
+        const double db = double(sched.cpu_time().total_ns(pb, t1) - b0);
         EXPECT_TRUE(took_turns) << turns.report();
         std::printf("%sCPU time over %.2f s: A %.3f s, B %.3f s; share A %.1f %%\n",
                     turns.report().c_str(), double(t1 - t0) / 1e9, da / 1e9, db / 1e9,
