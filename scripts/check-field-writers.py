@@ -71,14 +71,20 @@ def table_rows(design):
                     files.add(f)
             rows.append((structs, names, files, cells[1]))
     # "as `x`": the files of x's row too.
-    by_name = {}
-    for structs, names, files, _ in rows:
-        for n in names:
-            by_name.setdefault(n, set()).update(files)
-    for structs, names, files, cell in rows:
+    named = files_by_field(rows)
+    for _, _, files, cell in rows:
         for ref in re.findall(r"\bas `(\w+)`", cell):
-            files.update(by_name.get(ref, set()))
+            files.update(named.get(ref, set()))
     return rows
+
+
+def files_by_field(rows):
+    """{field: the files of every row that names it}."""
+    files_of = {}
+    for _, names, files, _ in rows:
+        for n in names:
+            files_of.setdefault(n, set()).update(files)
+    return files_of
 
 
 def sources(root):
@@ -154,28 +160,22 @@ def main():
     ambiguous_in = {p: visible(p, set()) for p in texts}
     # A name in several of the segment's structs (`state`) cannot be told
     # apart either: its writes may be in the files of any of its rows.
-    files_of = {}
-    for _, names, files, _ in rows:
-        for n in names:
-            files_of.setdefault(n, set()).update(files)
+    files_of = files_by_field(rows)
     checked, skipped = set(), 0
     for n in sorted(files_of.keys() & all_fields):
-        files = files_of[n]
-        if True:
-            pat = write_pattern(n)
-            for p, text in texts.items():
-                for i, line in enumerate(text.splitlines(), 1):
-                    code = line.split("//")[0]
-                    if not pat.search(code):
-                        continue
-                    if n in ambiguous_in[p]:
-                        skipped += 1
-                        continue
-                    checked.add(n)
-                    if p.name not in files:
-                        problems.append(
-                            f"{p.relative_to(root)}:{i}: writes `{n}`, but design.md's row for it "
-                            f"names only {', '.join(sorted(files)) or 'no file'}")
+        files, pat = files_of[n], write_pattern(n)
+        for p, text in texts.items():
+            for i, line in enumerate(text.splitlines(), 1):
+                if not pat.search(line.split("//")[0]):
+                    continue
+                if n in ambiguous_in[p]:
+                    skipped += 1
+                    continue
+                checked.add(n)
+                if p.name not in files:
+                    problems.append(
+                        f"{p.relative_to(root)}:{i}: writes `{n}`, but design.md's row for it "
+                        f"names only {', '.join(sorted(files)) or 'no file'}")
     if len(checked) < MIN_CHECKED:
         problems.append(f"only {len(checked)} fields could be checked (expected at least {MIN_CHECKED}): "
                         "the parsing no longer reads design.md or layout.hpp right")

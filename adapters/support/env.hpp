@@ -12,10 +12,4 @@ inline bool env_flag(const char* name) {
     return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
 }
 
-// `name`'s value, or nullptr when it is unset or empty: the default applies.
-inline const char* env_value(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && v[0] != '\0' ? v : nullptr;
-}
-
 } // namespace coexec::adapter
