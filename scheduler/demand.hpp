@@ -1,6 +1,6 @@
 // A process's demand for CPUs, as other processes see it: its ready
 // counters in the segment (ProcSlot::ready_*), and their only writer while
-// the process is a member (SharedScheduler zeroes them when it registers
+// the process is a member (ProcessTable zeroes them when it registers
 // and when it leaves).
 #pragma once
 
@@ -30,7 +30,7 @@ class Demand {
         // ready_total last, seq_cst when work appears: it publishes the
         // counter above (readers check ready_total first), and pairs with the
         // seq_cst update of the CPU counters by a CPU going unheld
-        // (SharedScheduler::set_state), so one of the two always sees the
+        // (CpuTable::set_state), so one of the two always sees the
         // other (Dekker).
         slot_.ready_total.fetch_add(delta, delta > 0 ? std::memory_order_seq_cst : rlx);
     }

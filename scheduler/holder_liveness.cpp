@@ -43,14 +43,14 @@ std::vector<Suspect> find_suspects(const SharedScheduler& sched, uint64_t now) {
     const Segment& s = sched.segment();
     std::vector<Suspect> found;
     const SegmentConfig& cfg = s.header.config;
-    const uint64_t turn = SharedScheduler::kShareTurnQuanta * cfg.quantum_ns + cfg.preempt_after_ns;
+    const uint64_t turn = Policy::kShareTurnQuanta * cfg.quantum_ns + cfg.preempt_after_ns;
     const int32_t cpus = std::clamp(s.header.cpu_count, 0, kMaxCpus);
     for (int32_t c = 0; c < cpus; ++c) {
         const CpuSlot& cpu = s.cpus[c];
         if (cpu.state.load(rlx) != CpuState::Running) continue;
         const int32_t t = cpu.owner_thread.load(rlx), p = cpu.owner_proc.load(rlx);
         if (!in_range(t, kMaxThreads) || !in_range(p, kMaxProcs)) continue;
-        if (!sched.foreign_work(p, c)) continue; // nobody is kept from it
+        if (!sched.policy().foreign_work(p, c)) continue; // nobody is kept from it
         const ProcSlot& proc = s.procs[p];
         Suspect x{c, t, p, proc.pid, s.threads[t].tid.load(rlx), cpu.since_ns.load(rlx), false, 0};
         if (!process_alive(x.pid, proc.start_time)) {
@@ -77,7 +77,7 @@ std::vector<std::string> check_holders(const SharedScheduler& sched,
     std::this_thread::sleep_for(std::chrono::nanoseconds(options.grace_ns));
     const uint64_t now = now_ns();
     for (const Suspect& x : suspects) {
-        if (!still_held(s, x) || !sched.foreign_work(x.proc, x.cpu)) continue;
+        if (!still_held(s, x) || !sched.policy().foreign_work(x.proc, x.cpu)) continue;
         const double held_s = double(now - x.since_ns) / 1e9;
         if (x.dead) {
             violations.push_back("CPU " + std::to_string(x.cpu) + " is held by thread slot " +

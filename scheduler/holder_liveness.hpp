@@ -26,7 +26,7 @@ struct HolderCheckOptions {
 //   quanta, plus the preemption delay) and is asleep in the kernel: it
 //   used no CPU time during `grace_ns`, and still holds the CPU.
 // Lock-free: the slots are read with relaxed loads (the demand through
-// SharedScheduler::foreign_work()), and a suspect counts only when the same
+// Policy::foreign_work()), and a suspect counts only when the same
 // thread still holds the CPU, in the same stint, after the grace period.
 // Sleeps for `grace_ns` only when a suspect was found.
 std::vector<std::string> check_holders(const SharedScheduler& sched,

@@ -1,7 +1,7 @@
 // The segment's invariants, checked in one place: by the `coexec check`
 // command on a live node, at every release of the segment lock in debug
 // builds (scheduler_lock.hpp), by an entering member before it trusts a
-// segment it did not write (SharedScheduler::claim_entry_check()), and by
+// segment it did not write (MemberWatch::claim_entry_check()), and by
 // tests and fuzzers.
 #pragma once
 

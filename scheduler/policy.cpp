@@ -1,11 +1,11 @@
-// The decisions: which process's work gets a CPU, and when. Round-robin
-// between processes by quantum, at scheduling points, first to processes
-// short of CPUs; the preemption safety net for holders that never reach
-// one. Grants and releases go through cpu_slots.cpp and the pool
-// operations; this file writes only the turn of a holder that keeps its CPU
-// (next_turn()), preempt_asked_ns (overdue_holder(), overdue_within()) and
-// a preempted thread's state (give_way(), give_way_within()).
-#include "shared_scheduler.hpp"
+// The policy (policy.hpp): the decisions. Grants and releases go through
+// the CPU table and the process table; this file writes only the turn of a
+// holder that keeps its CPU (next_turn()), preempt_asked_ns
+// (overdue_holder(), overdue_within()) and a preempted thread's state
+// (give_way(), give_way_within()).
+#include "scheduler/policy.hpp"
+
+#include "scheduler/alive_list.hpp"
 
 #include "shm/clock.hpp"
 
@@ -22,20 +22,20 @@ constexpr auto rlx = std::memory_order_relaxed;
 
 // ---- CPUs ------------------------------------------------------------
 
-bool SharedScheduler::has_work(int32_t proc, int32_t cpu) const {
+bool Policy::has_work(int32_t proc, int32_t cpu) const {
     const ProcSlot& p = s_.procs[proc];
     if (p.ready_total.load(rlx) <= 0) return false;
     return p.ready_any.load(rlx) > 0 || p.ready_cpu[cpu].load(rlx) > 0 ||
            p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0;
 }
 
-bool SharedScheduler::foreign_work(int32_t self, int32_t cpu) const {
+bool Policy::foreign_work(int32_t self, int32_t cpu) const {
     // A stale alive list only delays a switch to the next scheduling point,
     // which decide() then settles.
     return any_alive(s_.header, [&](int32_t p) { return p != self && has_work(p, cpu); });
 }
 
-int32_t SharedScheduler::spare_cpus() const {
+int32_t Policy::spare_cpus() const {
     // A snapshot of counters that move independently; a stale alive list or
     // count only makes the hint less exact.
     int64_t spare = s_.header.unheld_cpus.load(rlx);
@@ -46,11 +46,11 @@ int32_t SharedScheduler::spare_cpus() const {
     return int32_t(std::max<int64_t>(spare, INT32_MIN)); // ready counts are 64-bit
 }
 
-bool SharedScheduler::quantum_spent(const CpuSlot& cpu, int32_t self, uint64_t now) const {
+bool Policy::quantum_spent(const CpuSlot& cpu, int32_t self, uint64_t now) const {
     return cpu.turn_proc.load(rlx) != self || now - cpu.turn_start_ns.load(rlx) >= quantum_ns();
 }
 
-bool SharedScheduler::turn_over(int32_t c, int32_t proc, uint64_t now) const {
+bool Policy::turn_over(int32_t c, int32_t proc, uint64_t now) const {
     const CpuSlot& cpu = s_.cpus[c];
     if (!quantum_spent(cpu, proc, now)) return false;
     if (cpu.turn_proc.load(rlx) != proc || now - cpu.turn_start_ns.load(rlx) >= share_turn_ns())
@@ -61,45 +61,28 @@ bool SharedScheduler::turn_over(int32_t c, int32_t proc, uint64_t now) const {
     });
 }
 
-bool SharedScheduler::stint_over(int32_t cpu, uint64_t now) const {
-    // Relaxed: the granter stored since_ns before it published the grant
-    // (release), and the holder acquired that grant before running; nobody
-    // else writes it while the holder keeps the CPU Running.
-    const uint64_t since = s_.cpus[cpu].since_ns.load(rlx);
-    return now > since && now - since >= quantum_ns();
-}
-
-uint64_t SharedScheduler::unheld_grant_age(int32_t cpu, uint64_t now) const {
-    // Relaxed, as in stint_over(): both were stored before the grant.
-    const CpuSlot& slot = s_.cpus[cpu];
-    if (slot.handed_over.load(rlx)) return 0;
-    const uint64_t since = slot.since_ns.load(rlx);
-    return now > since ? now - since : 0;
-}
-
-int32_t SharedScheduler::running_cpus(int32_t proc) const {
+int32_t Policy::running_cpus(int32_t proc) const {
     return s_.procs[proc].running_cpus.load(rlx);
 }
 
-bool SharedScheduler::short_of_cpus(int32_t proc, int32_t c, int32_t holder_cpus) const {
+bool Policy::short_of_cpus(int32_t proc, int32_t c, int32_t holder_cpus) const {
     const ProcSlot& p = s_.procs[proc];
     if (p.ready_cpu[c].load(rlx) > 0 || p.ready_numa[s_.cpus[c].numa].load(rlx) > 0) return true;
     return running_cpus(proc) < holder_cpus;
 }
 
-uint64_t SharedScheduler::share_turn_ns() const {
+uint64_t Policy::share_turn_ns() const {
     return kShareTurnQuanta * quantum_ns();
 }
 
-SharedScheduler::Next SharedScheduler::decide(int32_t c, int32_t self, bool self_ready,
-                                              WakeList& wakes) {
+Policy::Next Policy::decide(int32_t c, int32_t self, bool self_ready, WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];
     uint64_t now = now_ns();
     if (!quantum_spent(cpu, self, now) && (self_ready || has_work(self, c))) return Next::Own;
     return next_turn(c, self, true, self_ready, now, wakes);
 }
 
-bool SharedScheduler::give_way(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
+bool Policy::give_way(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
     const uint64_t now = now_ns();
     if (next_turn(c, self, false, false, now, wakes) != Next::Other) return false;
     s_.threads[thread].state.store(ThreadState::Waiting, rlx);
@@ -108,8 +91,8 @@ bool SharedScheduler::give_way(int32_t c, int32_t self, int32_t thread, WakeList
     return true;
 }
 
-SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool self_may_keep,
-                                                 bool self_ready, uint64_t now, WakeList& wakes) {
+Policy::Next Policy::next_turn(int32_t c, int32_t self, bool self_may_keep, bool self_ready,
+                               uint64_t now, WakeList& wakes) {
     Header& h = s_.header;
     CpuSlot& cpu = s_.cpus[c];
     // In its share turn, a holder whose process still has work (a preempted
@@ -144,7 +127,7 @@ SharedScheduler::Next SharedScheduler::next_turn(int32_t c, int32_t self, bool s
     return Next::None;
 }
 
-int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now) {
+int32_t Policy::overdue_holder(int32_t c, int32_t waiter, uint64_t now) {
     const uint64_t after = s_.header.config.preempt_after_ns;
     CpuSlot& cpu = s_.cpus[c];
     if (after == 0 || cpu.state.load(rlx) != CpuState::Running) return kNone;
@@ -167,7 +150,7 @@ int32_t SharedScheduler::overdue_holder(int32_t c, int32_t waiter, uint64_t now)
     return thread;
 }
 
-bool SharedScheduler::give_way_within(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
+bool Policy::give_way_within(int32_t c, int32_t self, int32_t thread, WakeList& wakes) {
     const uint64_t now = now_ns();
     if (!has_work(self, c) || grant_to_pool(c, self, wakes) == kNone) return false;
     s_.threads[thread].state.store(ThreadState::Waiting, rlx);
@@ -175,7 +158,7 @@ bool SharedScheduler::give_way_within(int32_t c, int32_t self, int32_t thread, W
     return true;
 }
 
-bool SharedScheduler::overdue_within(int32_t c, int32_t proc, int32_t thread, uint64_t now) {
+bool Policy::overdue_within(int32_t c, int32_t proc, int32_t thread, uint64_t now) {
     const uint64_t after = s_.header.config.preempt_after_ns;
     CpuSlot& cpu = s_.cpus[c];
     if (after == 0 || cpu.state.load(rlx) != CpuState::Running) return false;
@@ -189,21 +172,21 @@ bool SharedScheduler::overdue_within(int32_t c, int32_t proc, int32_t thread, ui
     return cpu.preempt_asked_ns.compare_exchange_strong(asked, now, rlx);
 }
 
-int32_t SharedScheduler::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {
+int32_t Policy::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {
     // A thread waiting for this CPU for its own task, and nothing else ready
     // in its process: one wake-up, where a pool thread would pop the task
     // and wake the thread (two, and a context switch more).
-    int32_t t = claim_receiver(c, proc);
-    if (t == kNone) t = pool_pop(proc);
+    int32_t t = procs_.claim_receiver(c, proc);
+    if (t == kNone) t = procs_.pool_pop(proc);
     if (t == kNone) return kNone;
-    start_turn(c, proc, now_ns());
-    grant(c, t, wakes);
+    cpus_.start_turn(c, proc, now_ns());
+    cpus_.grant(c, t, wakes);
     return t;
 }
 
-int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
+int32_t Policy::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
     int32_t own_holder = kNone, free_cpu = kNone, foreign_holder = kNone, lent_cpu = kNone;
-    for (int32_t c = 0; c < cpu_count(); ++c) {
+    for (int32_t c = 0; c < cpus_.cpu_count(); ++c) {
         CpuSlot& cpu = s_.cpus[c];
         CpuState st = cpu.state.load(rlx);
         if (st == CpuState::Running || !where.allows(cpu, c)) continue;
@@ -221,17 +204,17 @@ int32_t SharedScheduler::claim_unheld_cpu(int32_t proc, const Placement& where, 
     }
     if (own_holder != kNone) {
         // Our own idle worker takes the work: one wake, no new thread.
-        grant(own_holder, s_.cpus[own_holder].owner_thread.load(rlx), wakes);
+        cpus_.grant(own_holder, s_.cpus[own_holder].owner_thread.load(rlx), wakes);
         return own_holder;
     }
     int32_t c = free_cpu != kNone ? free_cpu : foreign_holder != kNone ? foreign_holder : lent_cpu;
     if (c == kNone || s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
-    evict_holder(c);
+    cpus_.evict_holder(c);
     grant_to_pool(c, proc, wakes);
     return c;
 }
 
-int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
+int32_t Policy::offer(int32_t c, WakeList& wakes) {
     const Header& h = s_.header;
     CpuSlot& cpu = s_.cpus[c];
     int n = h.alive_count;
@@ -243,28 +226,27 @@ int32_t SharedScheduler::offer(int32_t c, WakeList& wakes) {
         // An idle holder of p's takes p's work itself; a lender does not look.
         if (holder != kNone && cpu.owner_proc.load(rlx) == p &&
             cpu.state.load(rlx) != CpuState::Lent) {
-            grant(c, holder, wakes);
+            cpus_.grant(c, holder, wakes);
             return holder;
         }
         if (s_.procs[p].pool_size.load(rlx) == 0) continue;
-        evict_holder(c);
+        cpus_.evict_holder(c);
         return grant_to_pool(c, p, wakes);
     }
     return kNone;
 }
 
-int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where,
-                                         int32_t prefer) const {
+int32_t Policy::find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const {
     auto taken = [&](int32_t c) {
         CpuState st = s_.cpus[c].state.load(rlx);
         return st == CpuState::Running || st == CpuState::Lent;
     };
-    if (prefer >= 0 && prefer < cpu_count() && !taken(prefer) &&
+    if (prefer >= 0 && prefer < cpus_.cpu_count() && !taken(prefer) &&
         where.allows(s_.cpus[prefer], prefer))
         return prefer;
     int32_t best = kNone;
     int best_rank = 4;
-    for (int32_t c = 0; c < cpu_count(); ++c) {
+    for (int32_t c = 0; c < cpus_.cpu_count(); ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         CpuState st = cpu.state.load(rlx);
         if (st == CpuState::Running || !where.allows(cpu, c)) continue;
@@ -281,19 +263,51 @@ int32_t SharedScheduler::find_unheld_cpu(int32_t proc, const Placement& where,
     return best;
 }
 
-int32_t SharedScheduler::grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes) {
+int32_t Policy::grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes) {
     const int32_t proc = s_.threads[thread].proc;
     const int32_t c = find_unheld_cpu(proc, where, binding_.bound_cpu(thread));
     if (c == kNone) return kNone;
-    evict_holder(c);
-    start_turn(c, proc, now_ns());
-    grant(c, thread, wakes);
+    cpus_.evict_holder(c);
+    cpus_.start_turn(c, proc, now_ns());
+    cpus_.grant(c, thread, wakes);
     return c;
 }
 
-void SharedScheduler::distribute_free(WakeList& wakes) {
-    for (int32_t c = 0; c < cpu_count(); ++c)
+void Policy::distribute_free(WakeList& wakes) {
+    for (int32_t c = 0; c < cpus_.cpu_count(); ++c)
         if (s_.cpus[c].state.load(rlx) == CpuState::Free) offer(c, wakes);
+}
+
+// ---- a holder leaving its CPU -----------------------------------------
+
+int32_t Policy::hold_idle(int32_t c, bool sleeping, WakeList& wakes) {
+    cpus_.hold_without_work(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
+    return offer_released(c, wakes);
+}
+
+int32_t Policy::lend(int32_t c, WakeList& wakes) {
+    cpus_.hold_without_work(c, CpuState::Lent);
+    return offer_released(c, wakes);
+}
+
+int32_t Policy::release(int32_t c, WakeList& wakes) {
+    cpus_.set_free(c);
+    return offer_released(c, wakes);
+}
+
+bool Policy::take_kept(int32_t c, int32_t t, KeepWord word, WakeList& wakes) {
+    if (!cpus_.claim_kept(c, t, word)) return false;
+    release(c, wakes);
+    return true;
+}
+
+int32_t Policy::offer_released(int32_t c, WakeList& wakes) {
+    // Fence: the CPU's new state is counted (unheld_cpus, wakeable_cpus in
+    // the CPU table's set_state) before offer() reads the ready counters
+    // (Dekker with the submitter's kick()). Work queued before that skipped
+    // its kick: it is seen here.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return offer(c, wakes);
 }
 
 } // namespace coexec::scheduler

@@ -4,11 +4,12 @@
 // locked operation that breaks one stops the process at once, naming it.
 //
 // The lock's contract is checked at compile time (shm/thread_safety.hpp):
-// SharedScheduler is the capability, its locked operations are marked
-// COEXEC_REQUIRES(this), and a SchedulerLock on it is what holds it. So
+// `segment_lock` below is the capability, every locked operation of the
+// scheduler's parts is marked COEXEC_REQUIRES(segment_lock), and a
+// SchedulerLock is what holds it. So
 //
 //     SchedulerLock lock(sched, wakes);
-//     sched.release(cpu, wakes);
+//     sched.policy().release(cpu, wakes);
 //
 // compiles, and the second line alone does not (with Clang).
 #pragma once
@@ -22,6 +23,18 @@ namespace coexec::scheduler {
 
 class SharedScheduler;
 
+// The segment lock, as the compiler's analysis knows it. The scheduler is
+// several objects (the CPU table, the process table, the policy) that each
+// guard their writes with the same lock, the one in the segment's header;
+// the analysis cannot tell that `sched.cpus()` and `sched.policy()` belong
+// to one segment, so the lock is this one role, held by every SchedulerLock.
+// What it checks is that a locked operation runs under a segment lock; that
+// it is the lock of the same segment holds by construction: a process
+// reaches one instance through one SharedScheduler, whose parts share its
+// segment. The object has no state and no code.
+class COEXEC_CAPABILITY("segment lock") SegmentLockRole {};
+inline SegmentLockRole segment_lock;
+
 class COEXEC_SCOPED_CAPABILITY SchedulerLock {
   public:
     // Whether the invariants are checked at release (debug builds only).
@@ -33,7 +46,7 @@ class COEXEC_SCOPED_CAPABILITY SchedulerLock {
     // when the lock is released, unless `check` says no (a reader that
     // reports violations itself).
     SchedulerLock(SharedScheduler& sched, WakeList& wakes, Check check = Check::Yes)
-        COEXEC_ACQUIRE(sched);
+        COEXEC_ACQUIRE(segment_lock);
     // Debug builds: aborts with every violation on stderr if the segment is
     // not sound.
     ~SchedulerLock() COEXEC_RELEASE();

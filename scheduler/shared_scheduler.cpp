@@ -1,18 +1,15 @@
-// Processes, threads and pools: who is a member of the instance, and
-// which of its threads may receive a CPU. Also formatting and repair.
-#include "shared_scheduler.hpp"
-
-#include "receive_word.hpp"
-#include "thread_word.hpp"
+// The operations that span the scheduler's parts: formatting, a process or
+// a thread leaving, reaping, repair after a dead lock holder, and the end
+// of a keep period that lost its CPU. The fields it writes itself are the
+// settings and the CPU origin (format()), the reap mark (reap()) and the
+// recovery count (repair()).
+#include "scheduler/shared_scheduler.hpp"
 
 #include "shm/clock.hpp"
-#include "shm/futex.hpp"
-#include "shm/liveness.hpp"
 
-#include <algorithm>
-#include <cassert>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 namespace coexec::scheduler {
 
@@ -31,105 +28,14 @@ void copy_text(char (&field)[N], std::string_view text) {
 
 void SharedScheduler::format(const Discovery& found, const SegmentConfig& config) {
     Header& h = s_.header;
-    const std::vector<CpuInfo>& cpus = found.cpus;
     copy_text(h.cpu_origin, found.origin);
     copy_text(h.quota_origin, found.quota_origin);
     h.quota_cpus = found.quota_cpus;
-    std::vector<int> numa_ids;
-    for (auto& c : cpus)
-        if (std::find(numa_ids.begin(), numa_ids.end(), c.system_numa) == numa_ids.end())
-            numa_ids.push_back(c.system_numa);
-    std::sort(numa_ids.begin(), numa_ids.end());
-    const int count = std::min<int>(int(cpus.size()), kMaxCpus);
-    h.cpu_count = count;
-    h.numa_count = int(numa_ids.size());
     const Isolation isolation = h.config.isolation; // fixed by the segment's name
     h.config = config;
     h.config.isolation = isolation;
-    for (int i = 0; i < kMaxCpus; ++i) {
-        CpuSlot& slot = s_.cpus[i];
-        if (i < count) {
-            const CpuInfo& info = cpus[size_t(i)];
-            slot.system_id = info.system_id;
-            slot.core = info.core;
-            slot.system_numa = info.system_numa;
-            slot.numa = int(std::find(numa_ids.begin(), numa_ids.end(), info.system_numa) -
-                            numa_ids.begin());
-        }
-        slot.state.store(CpuState::Free, rlx);
-        slot.owner_proc.store(kNone, rlx);
-        slot.owner_thread.store(kNone, rlx);
-        slot.since_ns.store(0, rlx);
-        slot.handed_over.store(false, rlx);
-        slot.turn_proc.store(kNone, rlx);
-        slot.turn_start_ns.store(0, rlx);
-        slot.preempt_asked_ns.store(0, rlx);
-        slot.stint_proc = kNone;
-        slot.counted_proc = kNone;
-    }
-    h.unheld_cpus.store(count, std::memory_order_seq_cst);
-    h.wakeable_cpus.store(count, std::memory_order_seq_cst);
-    h.alive_count = 0;
-    // Only the slots below the high-water marks were ever used (none in a
-    // fresh segment). Those above are still all zero, that is Unused
-    // (shm/segment.cpp), and are left untouched: their pages are never
-    // faulted in until a process or a thread first takes them.
-    const int32_t procs_used = std::clamp(h.procs_used, 0, kMaxProcs);
-    const int32_t threads_used = std::clamp(h.threads_used, 0, kMaxThreads);
-    for (int32_t p = 0; p < procs_used; ++p) {
-        ProcSlot& slot = s_.procs[p];
-        slot.state.store(ProcState::Unused, rlx);
-        slot.pool_head = kNone;
-        slot.pool_size.store(0, rlx);
-        slot.running_cpus.store(0, rlx);
-    }
-    for (int32_t t = 0; t < threads_used; ++t) {
-        ThreadSlot& th = s_.threads[t];
-        th.state.store(ThreadState::Unused, rlx);
-        th.grant.store(kNone, rlx);
-        th.proc = kNone;
-        th.next = kNone;
-    }
-    h.procs_used = 0;
-    h.threads_used = 0;
-    h.thread_free_head = kNone;
-}
-
-// ---- processes -------------------------------------------------------
-
-int32_t SharedScheduler::register_process(pid_t pid, uint64_t start_time, const std::string& name) {
-    Header& h = s_.header;
-    for (int32_t p = 0; p < kMaxProcs; ++p) {
-        ProcSlot& slot = s_.procs[p];
-        if (p < h.procs_used && slot.state.load(rlx) != ProcState::Unused) continue;
-        if (p == h.procs_used) ++h.procs_used;
-        slot.pid = pid;
-        slot.start_time = start_time;
-        copy_text(slot.name, name);
-        slot.pool_head = kNone;
-        slot.pool_size.store(0, rlx);
-        slot.threads.store(0, rlx);
-        slot.preemptible.store(0, rlx);
-        slot.preemptions.store(0, rlx);
-        slot.ready_total.store(0, rlx);
-        slot.ready_any.store(0, rlx);
-        for (auto& c : slot.ready_cpu)
-            c.store(0, rlx);
-        for (auto& n : slot.ready_numa)
-            n.store(0, rlx);
-        slot.cpu_time_ns.store(0, rlx);
-        for (auto& l : slot.label_time_ns)
-            l.store(0, rlx);
-        slot.handoffs.store(0, rlx);
-        slot.alive_ns.store(now_ns(), rlx);
-        slot.receiver.store(kNone, rlx);
-        // Release: other processes that see Alive see the cleared counters.
-        slot.state.store(ProcState::Alive, std::memory_order_release);
-        h.alive[h.alive_count++] = p;
-        trace_.process_event(TraceKind::Join, p, slot.alive_ns.load(rlx), 0);
-        return p;
-    }
-    return kNone;
+    cpus_.format(found.cpus);
+    procs_.format();
 }
 
 void SharedScheduler::unregister_process(int32_t proc, WakeList& wakes) {
@@ -137,24 +43,15 @@ void SharedScheduler::unregister_process(int32_t proc, WakeList& wakes) {
 }
 
 void SharedScheduler::unregister(int32_t proc, WakeList& wakes, TraceKind why) {
-    Header& h = s_.header;
-    release_cpus_of(proc);
-    free_threads_of(proc);
-    ProcSlot& slot = s_.procs[proc];
+    cpus_.release_all_of(proc);
+    procs_.free_threads_of(proc);
     // After its CPUs' releases (recorded with their holders), before the
     // CPUs go to others. A reaped process was last known to run at its
     // last beat.
-    trace_.process_event(why, proc, now_ns(), why == TraceKind::Reap ? slot.alive_ns.load(rlx) : 0);
-    slot.ready_total.store(0, rlx);
-    slot.ready_any.store(0, rlx);
-    slot.state.store(ProcState::Unused, std::memory_order_release);
-    auto* end = h.alive + h.alive_count;
-    auto* it = std::find(h.alive, end, proc);
-    if (it != end) {
-        std::move(it + 1, end, it);
-        --h.alive_count;
-    }
-    distribute_free(wakes);
+    trace_.process_event(why, proc, now_ns(),
+                         why == TraceKind::Reap ? s_.procs[proc].alive_ns.load(rlx) : 0);
+    procs_.unregister(proc);
+    policy_.distribute_free(wakes);
 }
 
 bool SharedScheduler::reap(const DeadMembers& dead, WakeList& wakes) {
@@ -162,262 +59,50 @@ bool SharedScheduler::reap(const DeadMembers& dead, WakeList& wakes) {
     trace_.reap_recorders();
     bool any = false;
     for (const DeadMember& m : dead) {
-        if (m.proc < 0 || m.proc >= kMaxProcs) continue;
-        const ProcSlot& slot = s_.procs[m.proc];
         // The slot may have been freed, or taken by a new member, since the
         // look-up: only the process that was found dead is freed.
-        if (slot.state.load(rlx) != ProcState::Alive || slot.pid != m.pid ||
-            slot.start_time != m.start_time)
-            continue;
+        if (!procs_.still_names(m.proc, m.pid, m.start_time)) continue;
         unregister(m.proc, wakes, TraceKind::Reap);
         any = true;
     }
     return any;
 }
 
-void SharedScheduler::open_receiver(int32_t proc, int32_t t, int32_t cpu) {
-    // Release: a granter that reads the open word (acquire) also sees the
-    // thread slot as its process left it; the task is queued already.
-    s_.threads[t].receive.store(ReceiveWord::open_for(cpu).bits(), std::memory_order_release);
-    s_.procs[proc].receiver.store(t, rlx);
-}
-
-bool SharedScheduler::close_receiver(int32_t t) {
-    // acq_rel: either our exchange comes first (a granter's compare-exchange
-    // then fails) or the granter's claim does and we see it.
-    return ReceiveWord(
-               s_.threads[t].receive.exchange(ReceiveWord::kClosed, std::memory_order_acq_rel))
-        .claimed();
-}
-
-bool SharedScheduler::receive_claimed(int32_t t) const {
-    // Acquire pairs with the popper's exchange (close_receiver): a thread that
-    // reads the word its popper closed runs after everything that popper
-    // read of it and of its task (pop_warm's last_cpu, the task's thread).
-    return ReceiveWord(s_.threads[t].receive.load(std::memory_order_acquire)).claimed();
-}
-
-int32_t SharedScheduler::claim_receiver(int32_t c, int32_t proc) {
-    std::atomic<int32_t>& hint = s_.procs[proc].receiver;
-    const int32_t t = hint.load(rlx);
-    if (t < 0 || t >= s_.header.threads_used || s_.threads[t].proc != proc) return kNone;
-    // Only while the thread's task is still the process's only ready item:
-    // anything queued since (a preempted task, which must get its CPU back
-    // first; work of a higher priority) is the process's pool thread's to
-    // order. A relaxed read that misses an item queued a moment ago grants
-    // out of order once, never twice: the word decides who grants.
-    if (s_.procs[proc].ready_total.load(rlx) != 1) return kNone;
-    ThreadSlot& th = s_.threads[t];
-    uint32_t bits = th.receive.load(std::memory_order_acquire);
-    if (!ReceiveWord(bits).open() || !ReceiveWord(bits).allows(c)) return kNone;
-    // Against the popper's exchange (close_receiver): one of us wins.
-    if (!th.receive.compare_exchange_strong(bits, ReceiveWord::kClaimed, std::memory_order_acq_rel,
-                                            rlx))
-        return kNone;
-    int32_t expected = t;
-    hint.compare_exchange_strong(expected, kNone, rlx); // used up
-    return t;
-}
-
-void SharedScheduler::release_cpus_of(int32_t proc) {
-    uint64_t now = now_ns();
-    for (int c = 0; c < cpu_count(); ++c) {
-        CpuSlot& cpu = s_.cpus[c];
-        time_.stop_if_of(c, proc, now);
-        if (cpu.turn_proc.load(rlx) == proc) cpu.turn_proc.store(kNone, rlx);
-        if (cpu.owner_proc.load(rlx) == proc) set_free(c);
+void SharedScheduler::release_thread(int32_t t, WakeList& wakes) {
+    if (s_.threads[t].state.load(rlx) == ThreadState::Unused) return;
+    for (int32_t c = 0; c < cpu_count(); ++c) {
+        const CpuSlot& cpu = s_.cpus[c];
+        if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free) continue;
+        cpus_.set_free(c);
+        policy_.offer(c, wakes);
     }
+    procs_.free_thread(t);
 }
 
-void SharedScheduler::free_threads_of(int32_t proc) {
-    for (int32_t t = 0; t < s_.header.threads_used; ++t)
-        if (s_.threads[t].proc == proc && s_.threads[t].state.load(rlx) != ThreadState::Unused)
-            free_slot(t);
-    s_.procs[proc].pool_head = kNone;
-    s_.procs[proc].pool_size.store(0, rlx);
+bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
+    if (cpus_.try_end_keep(t, word)) return true;
+    // The taker won the word under the lock, and frees the CPU in the same
+    // locked section. Until that section ends the CPU is still ours on
+    // paper: wait for it, so that the caller never queues a thread that
+    // still holds a CPU (the taker may be slow, or stopped by a signal).
+    WakeList wakes;
+    { SchedulerLock lock(*this, wakes); }
+    wakes.flush(s_);
+    cpus_.finish_lost_keep(t, word);
+    return false;
 }
 
 // Rebuilds everything a dead lock holder may have left half-updated: CPU
-// slots are made whole first (see repair_cpu_slots()), then the lists and
-// counts are derived again from the slots' states (a thread's and a
-// process's state are each one store), and dead processes are reaped.
+// slots are made whole first (CpuTable::repair()), then the lists and
+// counts are derived again from the slots' states (ProcessTable::repair()),
+// and dead processes are reaped.
 void SharedScheduler::repair(WakeList& wakes) {
-    Header& h = s_.header;
-    h.recoveries.fetch_add(1, rlx);
-    h.alive_count = 0;
-    for (int32_t p = 0; p < h.procs_used; ++p) {
-        ProcSlot& slot = s_.procs[p];
-        if (slot.state.load(rlx) == ProcState::Alive) h.alive[h.alive_count++] = p;
-        slot.pool_head = kNone;
-        slot.pool_size.store(0, rlx);
-        slot.threads.store(0, rlx);
-    }
-    h.thread_free_head = kNone;
-    // Before the pools are rebuilt: a CPU may still name a Pool thread.
-    repair_cpu_slots(wakes);
-    for (int32_t t = h.threads_used - 1; t >= 0; --t) {
-        ThreadSlot& th = s_.threads[t];
-        ThreadState st = th.state.load(rlx);
-        if (st == ThreadState::Unused) {
-            th.next = h.thread_free_head;
-            h.thread_free_head = t;
-            continue;
-        }
-        s_.procs[th.proc].threads.fetch_add(1, rlx);
-        // A thread popped by a granter that died before the grant is
-        // still Pool: it goes back.
-        if (st == ThreadState::Pool) pool_push(t);
-    }
-    int unheld = 0, wakeable = 0;
-    for (int c = 0; c < cpu_count(); ++c) {
-        CpuState st = s_.cpus[c].state.load(rlx);
-        unheld += is_unheld(st);
-        wakeable += is_wakeable(st);
-    }
-    h.unheld_cpus.store(unheld, std::memory_order_seq_cst);
-    h.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);
-    recount_all_running();
+    s_.header.recoveries.fetch_add(1, rlx);
+    cpus_.repair(wakes);
+    procs_.repair();
     // The dead holder's process is found by the next sweep, which starts at
     // once, outside the lock (find_dead()).
     watch_.reap_soon();
-}
-
-// ---- threads ---------------------------------------------------------
-
-int32_t SharedScheduler::alloc_thread(int32_t proc, pid_t tid, const char* label, ThreadState state,
-                                      bool keeps_affinity) {
-    Header& h = s_.header;
-    int32_t t = h.thread_free_head;
-    if (t != kNone)
-        h.thread_free_head = s_.threads[t].next;
-    else if (h.threads_used < kMaxThreads)
-        t = h.threads_used++;
-    else
-        return kNone;
-    ThreadSlot& th = s_.threads[t];
-    th.next = kNone;
-    th.proc = proc;
-    th.tid.store(tid, rlx);
-    th.grant.store(kNone, rlx);
-    th.bound_cpu.store(kNone, rlx);
-    th.keeps_affinity = keeps_affinity;
-    th.serial.store(0, rlx);
-    th.receive.store(ReceiveWord::kClosed, rlx);
-    std::memset(th.label, 0, sizeof th.label);
-    if (label) std::strncpy(th.label, label, sizeof th.label - 1);
-    th.label_class.store(classify_label(th.label), rlx);
-    th.state.store(state, std::memory_order_release);
-    s_.procs[proc].threads.fetch_add(1, rlx);
-    return t;
-}
-
-void SharedScheduler::release_thread(int32_t t, WakeList& wakes) {
-    ThreadSlot& th = s_.threads[t];
-    if (th.state.load(rlx) == ThreadState::Unused) return;
-    for (int32_t c = 0; c < cpu_count(); ++c) {
-        CpuSlot& cpu = s_.cpus[c];
-        if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free) continue;
-        set_free(c);
-        offer(c, wakes);
-    }
-    if (th.state.load(rlx) == ThreadState::Pool) pool_remove(t);
-    free_slot(t);
-}
-
-void SharedScheduler::pool_remove(int32_t t) {
-    ProcSlot& p = s_.procs[s_.threads[t].proc];
-    for (int32_t* link = &p.pool_head; *link != kNone; link = &s_.threads[*link].next) {
-        if (*link != t) continue;
-        *link = s_.threads[t].next;
-        s_.threads[t].next = kNone;
-        p.pool_size.fetch_sub(1, rlx);
-        return;
-    }
-}
-
-void SharedScheduler::free_slot(int32_t t) {
-    ThreadSlot& th = s_.threads[t];
-    if (th.state.load(rlx) == ThreadState::Unused) return;
-    if (th.proc >= 0) s_.procs[th.proc].threads.fetch_sub(1, rlx);
-    th.state.store(ThreadState::Unused, rlx);
-    th.grant.store(kNone, rlx);
-    th.receive.store(ReceiveWord::kClosed, rlx);
-    th.proc = kNone;
-    th.tid.store(0, rlx);
-    th.next = s_.header.thread_free_head;
-    s_.header.thread_free_head = t;
-}
-
-void SharedScheduler::pool_push(int32_t t) {
-    assert(!runs_elsewhere(t, kNone));
-    ThreadSlot& th = s_.threads[t];
-    ProcSlot& p = s_.procs[th.proc];
-    th.state.store(ThreadState::Pool, rlx);
-    th.next = p.pool_head;
-    p.pool_head = t;
-    p.pool_size.fetch_add(1, rlx);
-}
-
-int32_t SharedScheduler::take_pool_thread(int32_t proc) {
-    const int32_t t = pool_pop(proc);
-    if (t != kNone) s_.threads[t].state.store(ThreadState::Waiting, rlx);
-    return t;
-}
-
-void SharedScheduler::close_pool(int32_t proc) {
-    while (take_pool_thread(proc) != kNone) {
-    }
-}
-
-void SharedScheduler::set_tid(int32_t t, pid_t tid) {
-    // Relaxed: a reader that sees 0 leaves the thread to bind itself.
-    s_.threads[t].tid.store(tid, rlx);
-}
-
-void SharedScheduler::set_label(int32_t t, std::string_view label) {
-    char buf[kLabelSize] = {};
-    label.copy(buf, kLabelSize - 1);
-    std::memcpy(s_.threads[t].label, buf, kLabelSize);
-    s_.threads[t].label_class.store(classify_label(buf), rlx);
-    trace_.label_event(t);
-}
-
-void SharedScheduler::wake_thread(int32_t t) {
-    if (ThreadWord::move(s_.threads[t].word)) futex_wake(s_.threads[t].word);
-}
-
-void SharedScheduler::wait_word(int32_t t, uint32_t seen, uint64_t timeout_ns) {
-    uint32_t expected;
-    if (ThreadWord::announce_sleep(s_.threads[t].word, seen, expected))
-        futex_wait(s_.threads[t].word, expected, timeout_ns);
-}
-
-void SharedScheduler::set_preemptible(int32_t proc, bool on) {
-    s_.procs[proc].preemptible.store(on ? 1 : 0, rlx);
-}
-
-void SharedScheduler::count_preemption(int32_t proc) {
-    s_.procs[proc].preemptions.fetch_add(1, rlx);
-}
-
-void SharedScheduler::wake_monitor(int32_t proc) {
-    s_.procs[proc].monitor_word.fetch_add(1, std::memory_order_release);
-    futex_wake(s_.procs[proc].monitor_word);
-}
-
-void SharedScheduler::wait_monitor(int32_t proc, uint64_t timeout_ns) {
-    std::atomic<uint32_t>& word = s_.procs[proc].monitor_word;
-    futex_wait(word, word.load(std::memory_order_acquire), timeout_ns);
-}
-
-int32_t SharedScheduler::pool_pop(int32_t proc) {
-    ProcSlot& p = s_.procs[proc];
-    int32_t t = p.pool_head;
-    if (t == kNone) return kNone;
-    p.pool_head = s_.threads[t].next;
-    s_.threads[t].next = kNone;
-    p.pool_size.fetch_sub(1, rlx);
-    return t;
 }
 
 } // namespace coexec::scheduler

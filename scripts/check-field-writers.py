@@ -21,8 +21,14 @@ import sys
 
 STRUCTS = ("Header", "CpuSlot", "ThreadSlot", "ProcSlot", "TraceRing", "TraceRecord")
 SOURCE_DIRS = ("shm", "scheduler", "core", "config", "tools", "adapters")
-# Words of the tables that stand for a function and so for its file.
-FUNCTION_FILES = {"format": "shared_scheduler.cpp", "register": "shared_scheduler.cpp"}
+# Words of the tables that stand for a function and so for its file, by the
+# struct whose table they are in: "format" is the format() of the part that
+# owns the struct's fields (SharedScheduler::format() calls each part's).
+FUNCTION_FILES = {
+    "format": {"Header": "shared_scheduler.cpp", "CpuSlot": "cpu_table.cpp",
+               "ThreadSlot": "process_table.cpp", "ProcSlot": "process_table.cpp"},
+    "register": {"ProcSlot": "process_table.cpp"},
+}
 # Fewer fields checked than this means the parsing broke, not that the
 # tables are right.
 MIN_CHECKED = 40
@@ -66,9 +72,9 @@ def table_rows(design):
                 names.add(re.sub(r"\[\]$", "", tok.split(".")[-1]))
             files = {pathlib.PurePath(t).name for t in re.findall(r"`([\w/.]+\.(?:cpp|hpp))", cells[1])}
             bare = re.sub(r"`[^`]*`", "", cells[1])  # `format()` in backticks is another's
-            for word, f in FUNCTION_FILES.items():
+            for word, by_struct in FUNCTION_FILES.items():
                 if re.search(r"\b%s\b" % word, bare):
-                    files.add(f)
+                    files.update(by_struct[s] for s in structs if s in by_struct)
             rows.append((structs, names, files, cells[1]))
     # "as `x`": the files of x's row too.
     named = files_by_field(rows)

@@ -84,7 +84,7 @@ inline constexpr int kLabelClasses = 4;
 
 // One managed CPU. Its fields change under the segment lock, except that the
 // holder of a Running CPU hands it to another thread of its process without
-// the lock (SharedScheduler::handoff_within_process), and that waiters claim
+// the lock (CpuTable::handoff_within_process), and that waiters claim
 // preempt_asked_ns by compare-exchange.
 struct alignas(64) CpuSlot {
     int32_t system_id; // kernel CPU number
@@ -111,7 +111,7 @@ struct alignas(64) CpuSlot {
     int32_t stint_proc;
     uint64_t stint_start_ns;
     // The process whose ProcSlot::running_cpus counts this CPU, or kNone
-    // (under the lock; SharedScheduler::recount_running keeps it).
+    // (under the lock; CpuTable::recount_running keeps it).
     int32_t counted_proc;
 };
 
@@ -144,7 +144,7 @@ struct alignas(64) ThreadSlot {
     std::atomic<uint32_t> receive;
     int32_t next; // pool stack / free list link (under the lock)
     char label[kLabelSize];
-    // The class of `label`, set with it (SharedScheduler::set_label): the
+    // The class of `label`, set with it (ProcessTable::set_label): the
     // scheduler reads it when a stint closes, without parsing the text.
     std::atomic<LabelClass> label_class;
 };
@@ -171,7 +171,7 @@ struct alignas(64) ProcSlot {
     // one (ThreadSlot::receive).
     std::atomic<int32_t> receiver;
     // CPUs that are Running with this process as owner_proc: written under
-    // the lock, with each CPU's state (cpu_slots.cpp); read without it as
+    // the lock, with each CPU's state (cpu_table.cpp); read without it as
     // a hint.
     std::atomic<int32_t> running_cpus;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
@@ -226,13 +226,13 @@ struct alignas(64) Header {
     int32_t alive_count;
     int32_t alive[kMaxProcs]; // dense list of Alive process slots
     // Lock-free hints, written under the lock: the CPUs whose state
-    // is_unheld() and is_wakeable(). SharedScheduler::set_state keeps them in
+    // is_unheld() and is_wakeable(). CpuTable::set_state keeps them in
     // step with each state change; format() and repair() count them afresh.
     alignas(64) std::atomic<int32_t> unheld_cpus;
     std::atomic<int32_t> wakeable_cpus;
     std::atomic<uint64_t> last_reap_ns;
     // When a joining member last checked the whole segment (nosv_init):
-    // SharedScheduler::claim_entry_check() elects one entering member per interval.
+    // MemberWatch::claim_entry_check() elects one entering member per interval.
     std::atomic<uint64_t> last_entry_check_ns;
     std::atomic<uint64_t> recoveries; // times a dead lock holder was repaired
     // How many recorders (`coexec record`) want ownership changes written to

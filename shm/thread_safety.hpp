@@ -4,8 +4,9 @@
 // A type marked COEXEC_CAPABILITY stands for a lock; a function marked
 // COEXEC_REQUIRES(x) may be called only while x is held, and Clang rejects a
 // call made without it (as an error in `make test`'s clang builds). The
-// segment lock is the one that matters: scheduler::SharedScheduler is its
-// capability, and scheduler::SchedulerLock holds it for a scope.
+// segment lock is the one that matters: scheduler::segment_lock stands for
+// it, and scheduler::SchedulerLock holds it for a scope
+// (scheduler/scheduler_lock.hpp).
 //
 // Clang's manual: https://clang.llvm.org/docs/ThreadSafetyAnalysis.html
 #pragma once
@@ -20,7 +21,7 @@
 #define COEXEC_CAPABILITY(name) COEXEC_THREAD_ANNOTATION(capability(name))
 // The type holds a lock for its lifetime (an RAII guard).
 #define COEXEC_SCOPED_CAPABILITY COEXEC_THREAD_ANNOTATION(scoped_lockable)
-// The caller must hold the lock(s) named (`this` when none is named).
+// The caller must hold the lock(s) named.
 #define COEXEC_REQUIRES(...) COEXEC_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 // The function (a guard's constructor) takes the lock(s) and returns holding them.
 #define COEXEC_ACQUIRE(...) COEXEC_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))

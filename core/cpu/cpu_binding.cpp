@@ -35,7 +35,7 @@ void CpuBinding::release(ThreadContext& self) {
 void CpuBinding::woken(ThreadContext& self, int32_t cpu) {
     if (!self.batch_policy) return;
     const uint64_t now = now_ns();
-    switch (self.batch_guess.learn(sched_.unheld_grant_age(cpu, now), now)) {
+    switch (self.batch_guess.learn(sched_.cpus().unheld_grant_age(cpu, now), now)) {
     case BatchGuess::Change::None:
         return;
     case BatchGuess::Change::ToOther:
@@ -129,7 +129,7 @@ void CpuBinding::lend_held(ThreadContext& self, int32_t c) {
     int32_t taker;
     {
         scheduler::SchedulerLock lock(sched_, wakes);
-        taker = sched_.lend(c, wakes);
+        taker = sched_.policy().lend(c, wakes);
     }
     wakes.flush(sched_.segment());
     self.lent_cpu = taker == kNone ? c : kNone;
@@ -153,7 +153,7 @@ bool CpuBinding::reclaim_lent(ThreadContext& self) {
     bool back;
     {
         scheduler::SchedulerLock lock(sched_, wakes);
-        back = sched_.reclaim_lent(c, self.slot);
+        back = sched_.cpus().reclaim_lent(c, self.slot);
     }
     wakes.flush(sched_.segment());
     // A thread that keeps its affinity may need pinning again.
@@ -165,7 +165,7 @@ void CpuBinding::take_long_kept(uint64_t now) {
     for (int32_t c = 0; c < int32_t(kept_seen_.size()); ++c) {
         KeptSighting& seen = kept_seen_[size_t(c)];
         KeepWord word;
-        const int32_t t = sched_.keeping_holder(c, word);
+        const int32_t t = sched_.cpus().keeping_holder(c, word);
         if (t == kNone || t != seen.thread || word != seen.word) {
             // A new period (or none): look again next time.
             seen = t == kNone ? KeptSighting{} : KeptSighting{t, word, now};
@@ -175,7 +175,7 @@ void CpuBinding::take_long_kept(uint64_t now) {
         WakeList wakes;
         {
             scheduler::SchedulerLock lock(sched_, wakes);
-            sched_.take_kept(c, t, word, wakes);
+            sched_.policy().take_kept(c, t, word, wakes);
         }
         wakes.flush(sched_.segment());
         seen = {};

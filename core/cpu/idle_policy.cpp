@@ -28,7 +28,7 @@ bool IdlePolicy::hold(ThreadContext& self) {
     uint64_t spins = policy == config::GovernorPolicy::Idle ? 0 : s.header.config.governor_spins;
     uint32_t seq = th.word.load(std::memory_order_acquire);
     for (;;) {
-        if (int32_t g = sched.take_grant(self.slot); g != kNone) {
+        if (int32_t g = sched.cpus().take_grant(self.slot); g != kNone) {
             rt_.binding_->bind_to(self, g);
             return true;
         }
@@ -54,7 +54,7 @@ bool IdlePolicy::hold(ThreadContext& self) {
             cpu_relax();
             continue;
         }
-        if (sleep_holding(self)) sched.wait_word(self.slot, seq, kSleepSliceNs);
+        if (sleep_holding(self)) sched.procs().wait_word(self.slot, seq, kSleepSliceNs);
     }
 }
 
@@ -68,7 +68,7 @@ bool IdlePolicy::sleep_holding(ThreadContext& self) {
         still_ours =
             cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) != CpuState::Running;
         // Work queued while we spun is offered now.
-        if (still_ours && sched.hold_idle(self.cpu, /*sleeping=*/true, wakes) != kNone)
+        if (still_ours && sched.policy().hold_idle(self.cpu, /*sleeping=*/true, wakes) != kNone)
             still_ours = false;
     }
     wakes.flush(sched.segment(), self.slot);
@@ -83,7 +83,7 @@ bool IdlePolicy::offer_own_cpu(ThreadContext& self) {
     {
         scheduler::SchedulerLock lock(sched, wakes);
         if (cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) == CpuState::Idle)
-            placed = sched.offer(self.cpu, wakes) != kNone; // to us, or to another process
+            placed = sched.policy().offer(self.cpu, wakes) != kNone; // to us, or to another process
     }
     wakes.flush(sched.segment(), self.slot);
     return placed;

@@ -59,14 +59,14 @@ bool Preemption::install() {
         sigemptyset(&sa.sa_mask);
         if (sigaction(kPreemptSignal, &sa, nullptr) != 0) return false;
     }
-    rt_.sched().set_preemptible(rt_.proc(), true);
+    rt_.sched().procs().set_preemptible(rt_.proc(), true);
     installed_.store(true, std::memory_order_relaxed);
     return true;
 }
 
 void Preemption::uninstall() {
     installed_.store(false, std::memory_order_relaxed);
-    rt_.sched().set_preemptible(rt_.proc(), false);
+    rt_.sched().procs().set_preemptible(rt_.proc(), false);
 }
 
 void Preemption::on_signal(int) {
@@ -117,10 +117,11 @@ void Preemption::give_way(ThreadContext& self) {
         scheduler::SchedulerLock lock(sched, wakes);
         // Queued under the lock that granted the CPU away: whoever leaves it
         // next decides with this demand in view.
-        if (sched.give_way(c, rt_.proc(), self.slot, wakes)) {
+        if (sched.policy().give_way(c, rt_.proc(), self.slot, wakes)) {
             gave = true;
             rt_.queue_->push_preempted(t, c);
-        } else if (self.program && sched.give_way_within(c, rt_.proc(), self.slot, wakes)) {
+        } else if (self.program &&
+                   sched.policy().give_way_within(c, rt_.proc(), self.slot, wakes)) {
             // A program thread also gives way to its own process's work,
             // which it may be spinning for: behind that work, on any CPU.
             gave = true;
@@ -130,7 +131,7 @@ void Preemption::give_way(ThreadContext& self) {
     }
     wakes.flush(sched.segment());
     if (!gave) return;
-    sched.count_preemption(rt_.proc());
+    sched.procs().count_preemption(rt_.proc());
     rt_.workers_.blocked(self);
     if (rt_.wait_for_cpu(self) == kNone) self.cpu = kNone;
     rt_.workers_.unblocked(self);
@@ -140,7 +141,7 @@ void Preemption::ask_overdue_holders() {
     Segment& s = *rt_.segment();
     const uint64_t now = now_ns();
     for (int32_t c = 0; c < s.header.cpu_count; ++c) {
-        int32_t t = rt_.sched().overdue_holder(c, rt_.proc(), now);
+        int32_t t = rt_.sched().policy().overdue_holder(c, rt_.proc(), now);
         if (t == kNone) continue;
         const ThreadSlot& th = s.threads[t];
         pid_t pid = s.procs[th.proc].pid;
@@ -188,7 +189,7 @@ void Preemption::ask_overdue_program_thread(uint64_t now) {
     if (t == kNone || !installed_.load(std::memory_order_relaxed)) return;
     Segment& s = *rt_.segment();
     for (int32_t c = 0; c < s.header.cpu_count; ++c) {
-        if (!rt_.sched().overdue_within(c, rt_.proc(), t, now)) continue;
+        if (!rt_.sched().policy().overdue_within(c, rt_.proc(), t, now)) continue;
         // Asleep in a system call it holds no CPU in practice; see above.
         const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
         if (tid > 0 && thread_on_cpu(::getpid(), tid))

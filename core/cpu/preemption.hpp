@@ -4,9 +4,9 @@
 // CPU forever; two such processes sharing the CPUs deadlock, where the
 // kernel would have time-shared them. So a process that waits for a CPU
 // which another process has held past its turn (a quantum, or a share turn
-// of SharedScheduler::kShareTurnQuanta quanta when the waiter is not short
+// of Policy::kShareTurnQuanta quanta when the waiter is not short
 // of CPUs) plus SegmentConfig::preempt_after_ns, without reaching a
-// scheduling point, signals the holder (SharedScheduler::overdue_holder());
+// scheduling point, signals the holder (Policy::overdue_holder());
 // the holder's handler gives the CPU to the next process in round-robin
 // order and waits to get that same CPU back.
 //

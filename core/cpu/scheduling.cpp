@@ -17,7 +17,7 @@ namespace coexec::core {
 
 using namespace coexec::shm;
 using scheduler::Placement;
-using scheduler::SharedScheduler;
+using scheduler::Policy;
 using scheduler::WakeList;
 
 namespace {
@@ -58,7 +58,7 @@ nosv_task* Runtime::pop_own(int cpu) {
 bool Runtime::claimed_by_us(nosv_task* t) {
     // Under queue_lock_, so the task's thread cannot be taking it out
     // meanwhile (withdraw_if_granted()).
-    return !t->thread || !sched().close_receiver(t->thread->slot);
+    return !t->thread || !sched().procs().close_receiver(t->thread->slot);
 }
 
 void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front) {
@@ -68,18 +68,18 @@ void Runtime::queue_own_task(nosv_task* task, const Placement& where, bool front
     // Not the only item: claim_receiver() would pass the thread over (queue
     // order); spare the stores to the segment.
     if (segment()->procs[proc()].ready_total.load(rlx) != 1) return;
-    sched().open_receiver(proc(), task->thread->slot,
-                          where.kind == Placement::Kind::Cpu ? where.index : kNone);
+    sched().procs().open_receiver(proc(), task->thread->slot,
+                                  where.kind == Placement::Kind::Cpu ? where.index : kNone);
 }
 
 void Runtime::withdraw_if_granted(ThreadContext& self) {
     // Not claimed: the grant came from a popper, or a popper took the task
     // after a direct grant and closed the word (receive_claimed() orders us
     // after that popper's reads).
-    if (!self.current || !sched().receive_claimed(self.slot)) return;
+    if (!self.current || !sched().procs().receive_claimed(self.slot)) return;
     std::lock_guard guard(queue_lock_);
     // Under queue_lock_: a popper that took the task first closed the word.
-    if (sched().close_receiver(self.slot)) {
+    if (sched().procs().close_receiver(self.slot)) {
         [[maybe_unused]] const bool removed =
             queue_->remove(self.current, placement_of(self.current->affinity));
         assert(removed);
@@ -87,7 +87,7 @@ void Runtime::withdraw_if_granted(ThreadContext& self) {
 }
 
 bool Runtime::holds(const ThreadContext& self, int32_t cpu) const {
-    return cpu != kNone && sched().holds(self.slot, cpu);
+    return cpu != kNone && sched().cpus().holds(self.slot, cpu);
 }
 
 nosv_task* Runtime::next_for_worker(ThreadContext& self) {
@@ -117,7 +117,7 @@ void Runtime::return_batch(ThreadContext& self) {
 
 void Runtime::make_ready(nosv_task* task, bool front) {
     // A task on its own thread becomes ready only once the thread left its CPU.
-    assert(!task->thread || !sched().runs_elsewhere(task->thread->slot, kNone));
+    assert(!task->thread || !sched().cpus().runs_elsewhere(task->thread->slot, kNone));
     Placement where = placement_of(task->affinity);
     // Another process hands us a CPU through a pool thread, even for a task
     // that lives on its own thread: keep one.
@@ -143,7 +143,7 @@ bool Runtime::give_directly(nosv_task* task, const Placement& where, bool front)
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched(), wakes);
-        if (sched().grant_unheld_cpu(task->thread->slot, where, wakes) == kNone) {
+        if (sched().policy().grant_unheld_cpu(task->thread->slot, where, wakes) == kNone) {
             // Queued under the segment lock: a CPU going idle (which takes
             // that lock) sees this work.
             std::lock_guard guard(queue_lock_);
@@ -167,7 +167,7 @@ void Runtime::kick(const Placement& where) {
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched(), wakes);
-        sched().claim_unheld_cpu(proc(), where, wakes);
+        sched().policy().claim_unheld_cpu(proc(), where, wakes);
     }
     wakes.flush(s);
 }
@@ -192,7 +192,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
         // The word first: a grant published after this load moves it, and
         // the wait below then returns at once.
         uint32_t seq = th.word.load(std::memory_order_acquire);
-        if (int32_t cpu = sched().take_grant(self.slot); cpu != kNone) {
+        if (int32_t cpu = sched().cpus().take_grant(self.slot); cpu != kNone) {
             assert(holds(self, cpu));
             if (yields) self.hand_back.learn(!slept && now_ns() - start < kHandBackNs);
             withdraw_if_granted(self);
@@ -210,7 +210,7 @@ int32_t Runtime::wait_for_cpu(ThreadContext& self) {
             continue;
         }
         slept = true; // the window ended: we sleep from now on
-        sched().wait_word(self.slot, seq, kWaitSliceNs);
+        sched().procs().wait_word(self.slot, seq, kWaitSliceNs);
         waited = true;
     }
 }
@@ -230,13 +230,13 @@ Runtime::AfterLeaving Runtime::leave_cpu(ThreadContext& self, LeaveReason why, W
         }
         return hand_to(self, t, can_run, wakes, next);
     }
-    if (sched().foreign_work(proc(), c)) {
-        SharedScheduler::Next decision;
+    if (sched().policy().foreign_work(proc(), c)) {
+        Policy::Next decision;
         {
             scheduler::SchedulerLock lock(sched(), wakes);
-            decision = sched().decide(c, proc(), why == LeaveReason::Yield, wakes);
+            decision = sched().policy().decide(c, proc(), why == LeaveReason::Yield, wakes);
         }
-        if (decision == SharedScheduler::Next::Other) {
+        if (decision == Policy::Next::Other) {
             return_batch(self);
             self.cpu = kNone;
             self.handed_off = !can_run; // as in hand_to()
@@ -263,7 +263,7 @@ Runtime::AfterLeaving Runtime::hand_to(ThreadContext& self, nosv_task* t, bool c
         // reach): wait_for_cpu() may yield before it sleeps.
         self.cpu = kNone;
         self.handed_off = !can_run;
-        sched().handoff_within_process(c, t->thread->slot, wakes);
+        sched().cpus().handoff_within_process(c, t->thread->slot, wakes);
         return AfterLeaving::Gone;
     }
     if (can_run) {
@@ -275,7 +275,7 @@ Runtime::AfterLeaving Runtime::hand_to(ThreadContext& self, nosv_task* t, bool c
     for (;;) {
         {
             scheduler::SchedulerLock lock(sched(), wakes);
-            if (int32_t w = sched().take_pool_thread(proc()); w != kNone)
+            if (int32_t w = sched().procs().take_pool_thread(proc()); w != kNone)
                 worker = workers_.worker_at(w);
         }
         if (worker || !workers_.spawn()) break;
@@ -290,7 +290,7 @@ Runtime::AfterLeaving Runtime::hand_to(ThreadContext& self, nosv_task* t, bool c
     worker->assigned = t;
     self.cpu = kNone;
     // The release store of the grant publishes `assigned` to the worker.
-    sched().handoff_within_process(c, worker->slot, wakes);
+    sched().cpus().handoff_within_process(c, worker->slot, wakes);
     return AfterLeaving::Gone;
 }
 
@@ -300,12 +300,12 @@ Runtime::AfterLeaving Runtime::go_unheld(ThreadContext& self, bool can_run, Wake
     int32_t taker;
     {
         scheduler::SchedulerLock lock(sched(), wakes);
-        taker =
-            can_run ? sched().hold_idle(c, /*sleeping=*/false, wakes) : sched().release(c, wakes);
+        taker = can_run ? sched().policy().hold_idle(c, /*sleeping=*/false, wakes)
+                        : sched().policy().release(c, wakes);
     }
     if (taker == self.slot) {
         // Our own work arrived: we keep the CPU (and drop its grant).
-        sched().take_grant(self.slot);
+        sched().cpus().take_grant(self.slot);
         return AfterLeaving::Continue;
     }
     if (!can_run) {
@@ -326,7 +326,7 @@ bool Runtime::step_off_cpu(ThreadContext& self, LeaveReason why, WakeList& wakes
         workers_.unblocked(self);
         return false;
     }
-    assert(!sched().runs_elsewhere(self.slot, kNone));
+    assert(!sched().cpus().runs_elsewhere(self.slot, kNone));
     return true;
 }
 
@@ -340,12 +340,13 @@ int Runtime::cpu_wanted(const ThreadContext& self) const {
     if (self.cpu == kNone) return 0;
     // Foreign work is looked for either way: a caller may keep its CPU from
     // its own process's work a little longer, never from another process's.
-    const int here = sched().has_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_HERE : 0;
-    return here | (sched().foreign_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_ELSEWHERE : 0);
+    const int here = sched().policy().has_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_HERE : 0;
+    return here |
+           (sched().policy().foreign_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_ELSEWHERE : 0);
 }
 
 int Runtime::spare_cpus() const {
-    return sched().spare_cpus();
+    return sched().policy().spare_cpus();
 }
 
 uint64_t Runtime::quantum_ns() const {

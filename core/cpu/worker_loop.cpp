@@ -15,7 +15,7 @@ using scheduler::WakeList;
 void Runtime::show_label(ThreadContext& self, const nosv_task_type* type) {
     if (self.shown_type == type) return;
     self.shown_type = type;
-    sched().set_label(self.slot, type && !type->label.empty() ? type->label : "task");
+    sched().procs().set_label(self.slot, type && !type->label.empty() ? type->label : "task");
 }
 
 void Runtime::worker_main(ThreadContext& self) {
@@ -26,7 +26,7 @@ void Runtime::worker_main(ThreadContext& self) {
     self.affinity.tid = ::gettid();
     self.affinity.pthread = pthread_self();
     affinity_.add(self.affinity, process_mask_);
-    sched().set_tid(self.slot, self.affinity.tid);
+    sched().procs().set_tid(self.slot, self.affinity.tid);
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
     binding_->adopt(self); // a worker lives as long as its thread: never released
     while (wait_for_cpu(self) != kNone) {

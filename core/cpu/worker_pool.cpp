@@ -26,10 +26,10 @@ bool WorkerPool::spawn(bool warn) {
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
-        raw->slot = sched.alloc_thread(rt_.proc(), 0, "worker", ThreadState::Blocked);
+        raw->slot = sched.procs().alloc_thread(rt_.proc(), 0, "worker", ThreadState::Blocked);
         if (raw->slot != kNone) {
             by_slot_[size_t(raw->slot)] = raw;
-            sched.pool_push(raw->slot);
+            sched.procs().pool_push(raw->slot);
         }
     }
     wakes.flush(sched.segment());
@@ -65,7 +65,7 @@ void WorkerPool::return_to_pool(ThreadContext& self) {
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
-        if (!rt_.stopping_.load(rlx)) sched.pool_push(self.slot);
+        if (!rt_.stopping_.load(rlx)) sched.procs().pool_push(self.slot);
     }
     wakes.flush(sched.segment());
 }
@@ -93,7 +93,7 @@ void WorkerPool::stop_all() {
         workers.swap(workers_);
     }
     for (auto& w : workers)
-        rt_.sched().wake_thread(w->slot);
+        rt_.sched().procs().wake_thread(w->slot);
     // A worker still inside a paused task is let go without a CPU (the
     // task was never resumed: the program's error) and finishes on its own.
     for (auto& w : workers)

@@ -106,7 +106,8 @@ int Membership::enter(const config::Config& config, std::string& why) {
             discovered = scheduler::discover_cpus(config.binding, found, why);
             if (discovered) sched.format(found, settings);
         }
-        if (!corrupt && discovered) proc_ = sched.register_process(pid, start, process_name());
+        if (!corrupt && discovered)
+            proc_ = sched.procs().register_process(pid, start, process_name());
     }
     wakes.flush(segment());
     if (!corrupt && discovered && proc_ == kNone) {
@@ -115,7 +116,8 @@ int Membership::enter(const config::Config& config, std::string& why) {
         dead = sched.watch().find_dead(now_ns(), 0);
         {
             scheduler::SchedulerLock lock(sched, wakes);
-            if (sched.reap(dead, wakes)) proc_ = sched.register_process(pid, start, process_name());
+            if (sched.reap(dead, wakes))
+                proc_ = sched.procs().register_process(pid, start, process_name());
         }
         wakes.flush(segment());
     }

@@ -205,7 +205,7 @@ void Runtime::monitor_main() {
     Segment& s = *segment();
     scheduler::Demand demand(s.procs[proc()]);
     while (!stopping()) {
-        sched().wait_monitor(proc(), kMonitorPeriodNs);
+        sched().procs().wait_monitor(proc(), kMonitorPeriodNs);
         if (stopping()) break;
         uint64_t now = now_ns();
         sched().watch().beat(proc(), now);
@@ -238,8 +238,8 @@ void Runtime::monitor_main() {
         {
             scheduler::SchedulerLock lock(sched(), wakes);
             sched().reap(dead, wakes);
-            sched().distribute_free(wakes);
-            if (want_cpu) sched().claim_unheld_cpu(proc(), {}, wakes);
+            sched().policy().distribute_free(wakes);
+            if (want_cpu) sched().policy().claim_unheld_cpu(proc(), {}, wakes);
         }
         wakes.flush(s);
     }
@@ -254,10 +254,10 @@ void Runtime::stop() {
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched(), wakes);
-        sched().close_pool(proc());
+        sched().procs().close_pool(proc());
     }
     wakes.flush(*segment());
-    sched().wake_monitor(proc());
+    sched().procs().wake_monitor(proc());
     monitor_.join();
     workers_.stop_all();
     member_.leave();

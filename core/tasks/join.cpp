@@ -56,7 +56,7 @@ void Runtime::finish_join(JoinState& join) {
     // From here on the task (and `join`) may be gone.
     if (waiter == JoinState::kNobody) return;
     if (!JoinState::is_thread(waiter)) {
-        sched().wake_thread(JoinState::slot_of(waiter));
+        sched().procs().wake_thread(JoinState::slot_of(waiter));
     } else {
         ThreadJoiners& j = thread_joiners();
         // Taking the mutex orders the wake after the joiner's check: it is
@@ -144,7 +144,8 @@ int Runtime::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
                 if (all_done()) break;
                 const uint64_t now = now_ns();
                 if (now >= deadline) break;
-                sched().wait_word(self->slot, seq, deadline == kForever ? 0 : deadline - now);
+                sched().procs().wait_word(self->slot, seq,
+                                          deadline == kForever ? 0 : deadline - now);
             }
             caller->status.relabel(TaskState::Ready);
             make_ready(caller, true);

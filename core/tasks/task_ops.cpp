@@ -66,7 +66,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         // A task not asleep yet (not run yet, or running) keeps the wake for
         // its next nosv_waitfor. Never a resume.
         if (int32_t slot = t->deadline.wake(); slot != DeadlineWake::kNoSleeper)
-            sched().wake_thread(slot);
+            sched().procs().wake_thread(slot);
         return NOSV_SUCCESS;
     }
     // A fresh task runs on a worker of this process. With every worker
@@ -144,7 +144,8 @@ int Runtime::pause(ThreadContext& self) {
 
 int Runtime::yield(ThreadContext& self) {
     const int32_t c = self.cpu;
-    if (!self.immediate && !sched().has_work(proc(), c) && !sched().foreign_work(proc(), c))
+    if (!self.immediate && !sched().policy().has_work(proc(), c) &&
+        !sched().policy().foreign_work(proc(), c))
         return NOSV_SUCCESS;
     WakeList wakes;
     if (!step_off_cpu(self, LeaveReason::Yield, wakes)) {
@@ -161,15 +162,15 @@ int Runtime::yield(ThreadContext& self) {
 int Runtime::schedpoint(ThreadContext& self) {
     const int32_t c = self.cpu;
     // Another process waits for this CPU and our process's turn is over.
-    if (sched().foreign_work(proc(), c) && sched().turn_over(c, proc(), now_ns()))
+    if (sched().policy().foreign_work(proc(), c) && sched().policy().turn_over(c, proc(), now_ns()))
         return yield(self);
     // Our own work waits for it. As in nOS-V, the quantum applies to tasks
     // too: once this thread has held the CPU for a quantum, the next ready
     // task runs and the caller queues behind it (yield: the CPU is handed
     // within the process, the caller made ready only once off it). A
     // higher-priority task goes first at once.
-    if (!sched().has_work(proc(), c)) return NOSV_SUCCESS;
-    if (sched().stint_over(c, now_ns())) return yield(self);
+    if (!sched().policy().has_work(proc(), c)) return NOSV_SUCCESS;
+    if (sched().cpus().stint_over(c, now_ns())) return yield(self);
     bool higher;
     {
         std::lock_guard guard(queue_lock_);
@@ -209,7 +210,7 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
             woken = !t->deadline.expire(self.slot);
             break;
         }
-        sched().wait_word(self.slot, seq, deadline - now);
+        sched().procs().wait_word(self.slot, seq, deadline - now);
     }
     t->status.relabel(TaskState::Ready);
     make_ready(t, woken);
@@ -239,7 +240,8 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched(), wakes);
-        ctx->slot = sched().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
+        ctx->slot =
+            sched().procs().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
                                          ThreadState::Waiting, keeps_affinity);
     }
     wakes.flush(*segment());

@@ -60,7 +60,7 @@ void register_proc(shm::Segment& s, int p, int32_t pid, const char* name) {
 } // namespace
 
 // Found by the segment_reader fuzzer: a CPU count beyond the table indexed
-// past CpuSlot[256] (in the snapshot and in SharedScheduler::cpu_time_ns).
+// past CpuSlot[256] (in the snapshot and in CpuTime::total_ns).
 TEST(Snapshot, OutOfRangeCpuCountGivesNoCpuRows) {
     auto s = zeroed_segment();
     register_proc(*s, 3, 4242, "p3");

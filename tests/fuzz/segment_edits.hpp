@@ -581,40 +581,43 @@ inline shm::Segment& sound_segment() {
         const pid_t pid = ::getpid();
         const uint64_t start = process_start_time(pid);
         scheduler::WakeList wakes; // the threads are not real: never flushed
-        const int32_t alpha = sched.register_process(pid, start, "alpha");
-        const int32_t beta = sched.register_process(pid, start, "beta");
-        const int32_t gamma = sched.register_process(pid, start, "gamma");
-        const int32_t delta = sched.register_process(pid, start, "delta");
-        const int32_t eps = sched.register_process(pid, start, "eps");
-        auto workers = [&](int32_t p, int n, const char* label) COEXEC_REQUIRES(sched) {
+        const int32_t alpha = sched.procs().register_process(pid, start, "alpha");
+        const int32_t beta = sched.procs().register_process(pid, start, "beta");
+        const int32_t gamma = sched.procs().register_process(pid, start, "gamma");
+        const int32_t delta = sched.procs().register_process(pid, start, "delta");
+        const int32_t eps = sched.procs().register_process(pid, start, "eps");
+        auto workers = [&](int32_t p, int n,
+                           const char* label) COEXEC_REQUIRES(scheduler::segment_lock) {
             for (int i = 0; i < n; ++i)
-                sched.pool_push(sched.alloc_thread(p, 0, label, ThreadState::Blocked));
+                sched.procs().pool_push(
+                    sched.procs().alloc_thread(p, 0, label, ThreadState::Blocked));
         };
         workers(alpha, 4, "openmp");
         workers(beta, 3, "tbb");
         workers(gamma, 2, "pocl");
         workers(delta, 1, "worker");
         workers(eps, 2, "worker");
-        auto claim = [&](int32_t p, int32_t cpu) COEXEC_REQUIRES(sched) {
-            if (sched.claim_unheld_cpu(p, {Placement::Kind::Cpu, cpu, true}, wakes) != cpu)
+        auto claim = [&](int32_t p, int32_t cpu) COEXEC_REQUIRES(scheduler::segment_lock) {
+            if (sched.policy().claim_unheld_cpu(p, {Placement::Kind::Cpu, cpu, true}, wakes) != cpu)
                 fail("sound segment: CPU " + std::to_string(cpu) + " not claimed");
         };
         claim(alpha, 0);
         claim(beta, 1);
-        sched.hold_idle(1, false, wakes);
+        sched.policy().hold_idle(1, false, wakes);
         claim(gamma, 2);
-        sched.hold_idle(2, true, wakes);
+        sched.policy().hold_idle(2, true, wakes);
         claim(alpha, 3);
-        sched.lend(3, wakes);
+        sched.policy().lend(3, wakes);
         claim(beta, 4);
-        sched.alloc_thread(beta, 0, "attached", ThreadState::Waiting);
-        sched.alloc_thread(alpha, 0, "openmp", ThreadState::Blocked);
+        sched.procs().alloc_thread(beta, 0, "attached", ThreadState::Waiting);
+        sched.procs().alloc_thread(alpha, 0, "openmp", ThreadState::Blocked);
         sched.unregister_process(delta, wakes);
         for (int i = 0; i < 2; ++i)
-            sched.release_thread(sched.take_pool_thread(eps), wakes);
+            sched.release_thread(sched.procs().take_pool_thread(eps), wakes);
 
         for (int32_t t = 0; t < h.threads_used; ++t)
-            if (s->threads[t].state.load() != ThreadState::Unused) sched.set_tid(t, 20000 + t);
+            if (s->threads[t].state.load() != ThreadState::Unused)
+                sched.procs().set_tid(t, 20000 + t);
         for (int32_t p : {alpha, beta, gamma, eps}) {
             ProcSlot& slot = s->procs[p];
             const uint64_t ns = 1'000'000'000ULL * uint64_t(p + 1);

@@ -665,8 +665,9 @@ TEST(Api, TasksMadeAndFreedInAnExitHandlerLeaveTheHeapWhole) {
         ::unsetenv("COEXEC_DISABLE");
         if (nosv_init() != NOSV_SUCCESS) return 1;
         static nosv_task_type_t type = nullptr;
-        if (nosv_type_init(&type, [](nosv_task_t) {}, nullptr, nullptr, "exit", nullptr, nullptr,
-                           NOSV_TYPE_INIT_NONE) != NOSV_SUCCESS)
+        if (nosv_type_init(
+                &type, [](nosv_task_t) {}, nullptr, nullptr, "exit", nullptr, nullptr,
+                NOSV_TYPE_INIT_NONE) != NOSV_SUCCESS)
             return 2;
         // Enough tasks freed on this thread that its cache holds blocks.
         auto churn = [](int n) {

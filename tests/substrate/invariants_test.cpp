@@ -73,10 +73,12 @@ class InvariantsTest : public ::testing::Test {
 
     // A live process (this one) with `pool` pool threads.
     int32_t add_process(int pool) {
-        int32_t p = sched_->register_process(::getpid(), process_start_time(::getpid()), "test");
+        int32_t p =
+            sched_->procs().register_process(::getpid(), process_start_time(::getpid()), "test");
         EXPECT_NE(p, kNone);
         for (int i = 0; i < pool; ++i)
-            sched_->pool_push(sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked));
+            sched_->procs().pool_push(
+                sched_->procs().alloc_thread(p, 0, "worker", ThreadState::Blocked));
         return p;
     }
     void add_ready(int32_t p) {
@@ -89,9 +91,11 @@ class InvariantsTest : public ::testing::Test {
     void populate() {
         a_ = add_process(2);
         b_ = add_process(2);
-        ASSERT_EQ(sched_->claim_unheld_cpu(a_, {Placement::Kind::Cpu, 0, true}, wakes_), 0);
-        ASSERT_EQ(sched_->claim_unheld_cpu(b_, {Placement::Kind::Cpu, 1, true}, wakes_), 1);
-        sched_->hold_idle(1, false, wakes_);
+        ASSERT_EQ(sched_->policy().claim_unheld_cpu(a_, {Placement::Kind::Cpu, 0, true}, wakes_),
+                  0);
+        ASSERT_EQ(sched_->policy().claim_unheld_cpu(b_, {Placement::Kind::Cpu, 1, true}, wakes_),
+                  1);
+        sched_->policy().hold_idle(1, false, wakes_);
         ASSERT_EQ(seg().cpus[1].state.load(), CpuState::Idle);
         EXPECT_SOUND(seg());
     }
@@ -116,25 +120,25 @@ TEST_F(InvariantsTest, StaysSoundThroughEveryOperation) {
     EXPECT_SOUND(seg());
 
     // a claims both CPUs with its pool threads.
-    ASSERT_EQ(sched_->claim_unheld_cpu(a, {}, wakes_), 0);
-    ASSERT_EQ(sched_->claim_unheld_cpu(a, {}, wakes_), 1);
+    ASSERT_EQ(sched_->policy().claim_unheld_cpu(a, {}, wakes_), 0);
+    ASSERT_EQ(sched_->policy().claim_unheld_cpu(a, {}, wakes_), 1);
     EXPECT_SOUND(seg());
 
     // CPU 0 goes idle, then to sleep, then back to a's own work.
-    EXPECT_EQ(sched_->hold_idle(0, false, wakes_), kNone);
+    EXPECT_EQ(sched_->policy().hold_idle(0, false, wakes_), kNone);
     EXPECT_SOUND(seg());
     add_ready(a);
-    EXPECT_EQ(sched_->hold_idle(0, true, wakes_), holder(0));
+    EXPECT_EQ(sched_->policy().hold_idle(0, true, wakes_), holder(0));
     EXPECT_SOUND(seg());
 
     // b has work; a's quantum on CPU 0 ends: b's pool thread gets it.
     add_ready(b);
     seg().cpus[0].turn_start_ns.store(0);
     const int32_t left = holder(0);
-    EXPECT_EQ(sched_->decide(0, a, false, wakes_), SharedScheduler::Next::Other);
+    EXPECT_EQ(sched_->policy().decide(0, a, false, wakes_), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
     EXPECT_SOUND(seg());
-    sched_->pool_push(left); // as the worker that left does
+    sched_->procs().pool_push(left); // as the worker that left does
     EXPECT_SOUND(seg());
 
     // a's CPU 1 holder lends it, takes it back, lends it again; b's work
@@ -144,26 +148,27 @@ TEST_F(InvariantsTest, StaysSoundThroughEveryOperation) {
         seg().procs[p].ready_any = 0;
     }
     const int32_t lender = holder(1);
-    EXPECT_EQ(sched_->lend(1, wakes_), kNone);
+    EXPECT_EQ(sched_->policy().lend(1, wakes_), kNone);
     EXPECT_SOUND(seg());
-    EXPECT_TRUE(sched_->reclaim_lent(1, lender));
+    EXPECT_TRUE(sched_->cpus().reclaim_lent(1, lender));
     EXPECT_SOUND(seg());
-    EXPECT_EQ(sched_->lend(1, wakes_), kNone);
-    sched_->pool_push(sched_->alloc_thread(b, 0, "worker", ThreadState::Blocked));
-    EXPECT_EQ(sched_->claim_unheld_cpu(b, {}, wakes_), 1);
+    EXPECT_EQ(sched_->policy().lend(1, wakes_), kNone);
+    sched_->procs().pool_push(sched_->procs().alloc_thread(b, 0, "worker", ThreadState::Blocked));
+    EXPECT_EQ(sched_->policy().claim_unheld_cpu(b, {}, wakes_), 1);
     EXPECT_EQ(seg().threads[lender].state.load(), ThreadState::Blocked);
     EXPECT_SOUND(seg());
 
     // An attached thread of a gets CPU 0 directly, evicting b's idle holder.
-    EXPECT_EQ(sched_->hold_idle(0, false, wakes_), kNone);
-    int32_t attached = sched_->alloc_thread(a, 0, "attached", ThreadState::Waiting);
+    EXPECT_EQ(sched_->policy().hold_idle(0, false, wakes_), kNone);
+    int32_t attached = sched_->procs().alloc_thread(a, 0, "attached", ThreadState::Waiting);
     EXPECT_SOUND(seg());
-    EXPECT_EQ(sched_->grant_unheld_cpu(attached, {Placement::Kind::Cpu, 0, true}, wakes_), 0);
+    EXPECT_EQ(sched_->policy().grant_unheld_cpu(attached, {Placement::Kind::Cpu, 0, true}, wakes_),
+              0);
     EXPECT_SOUND(seg());
 
     // Everything is let go: CPUs freed, a thread freed, processes leave.
-    EXPECT_EQ(sched_->release(0, wakes_), kNone);
-    EXPECT_EQ(sched_->release(1, wakes_), kNone);
+    EXPECT_EQ(sched_->policy().release(0, wakes_), kNone);
+    EXPECT_EQ(sched_->policy().release(1, wakes_), kNone);
     EXPECT_SOUND(seg());
     sched_->release_thread(attached, wakes_);
     EXPECT_SOUND(seg());
@@ -285,7 +290,7 @@ TEST_F(InvariantsTest, CpuCountedForAProcessThatDoesNotRunIt) {
 
 TEST_F(InvariantsTest, CycleInAPoolList) {
     populate();
-    sched_->pool_push(sched_->alloc_thread(a_, 0, "worker", ThreadState::Blocked));
+    sched_->procs().pool_push(sched_->procs().alloc_thread(a_, 0, "worker", ThreadState::Blocked));
     const int32_t head = seg().procs[a_].pool_head;
     const int32_t second = seg().threads[head].next;
     ASSERT_NE(second, kNone);
@@ -298,7 +303,7 @@ TEST_F(InvariantsTest, CycleInTheFreeList) {
     populate();
     const int32_t c = add_process(1);
     for (int32_t p : {a_, b_, c}) // three freed slots: head -> second -> third
-        sched_->release_thread(sched_->take_pool_thread(p), wakes_);
+        sched_->release_thread(sched_->procs().take_pool_thread(p), wakes_);
     const int32_t head = seg().header.thread_free_head;
     seg().threads[seg().threads[head].next].next = head; // the third is cut off
     EXPECT_REPORTS(seg(), "the free list has a cycle: it comes back to thread slot " +
@@ -343,7 +348,7 @@ TEST_F(InvariantsTest, ReferenceAboveTheHighWaterMark) {
 
 TEST_F(InvariantsTest, FreedSlotOffTheFreeList) {
     populate();
-    sched_->release_thread(sched_->take_pool_thread(a_), wakes_);
+    sched_->release_thread(sched_->procs().take_pool_thread(a_), wakes_);
     const int32_t lost = seg().header.thread_free_head;
     seg().header.thread_free_head = seg().threads[lost].next;
     EXPECT_REPORTS(seg(),
@@ -548,11 +553,12 @@ TEST(InvariantsOnRandomBytes, SoundSegmentWithRandomDamage) {
         SharedScheduler sched(s);
         WakeList w;
         for (int i = 0; i < 3; ++i) {
-            int32_t p = sched.register_process(::getpid(), 1, "fuzz");
+            int32_t p = sched.procs().register_process(::getpid(), 1, "fuzz");
             for (int k = 0; k < 3; ++k)
-                sched.pool_push(sched.alloc_thread(p, 0, "worker", ThreadState::Blocked));
+                sched.procs().pool_push(
+                    sched.procs().alloc_thread(p, 0, "worker", ThreadState::Blocked));
         }
-        sched.claim_unheld_cpu(0, {}, w);
+        sched.policy().claim_unheld_cpu(0, {}, w);
         ASSERT_TRUE(check_invariants(s).empty()) << joined(check_invariants(s));
         // Damage where the state is: the header's lists and counters, the
         // CPUs, and the slots in use.
@@ -596,7 +602,8 @@ TEST(InvariantsAtAttach, ACorruptSegmentIsRefusedAtInit) {
         scheduler::SchedulerLock lock(sched, w);
         // A live member (this process), so the join does not reclaim the
         // segment, with a thread count that no table backs.
-        ASSERT_NE(sched.register_process(::getpid(), process_start_time(::getpid()), "x"), kNone);
+        ASSERT_NE(sched.procs().register_process(::getpid(), process_start_time(::getpid()), "x"),
+                  kNone);
         lock.skip_check();
         map->procs[0].threads.store(7);
     }

@@ -177,7 +177,7 @@ std::vector<int32_t> fill_process_table(SharedScheduler& sched, pid_t pid, uint6
     std::vector<int32_t> taken;
     WakeList w;
     scheduler::SchedulerLock lock(sched, w);
-    for (int32_t p; (p = sched.register_process(pid, start_time, "filler")) != kNone;)
+    for (int32_t p; (p = sched.procs().register_process(pid, start_time, "filler")) != kNone;)
         taken.push_back(p);
     return taken;
 }
@@ -312,9 +312,11 @@ int thread_table_child(ThreadBoard& board, const shm::SegmentOptions& options) {
     {
         WakeList w;
         scheduler::SchedulerLock lock(sched, w);
-        filler = sched.register_process(::getpid(), shm::process_start_time(::getpid()), "filler");
+        filler = sched.procs().register_process(::getpid(), shm::process_start_time(::getpid()),
+                                                "filler");
         if (filler == kNone) return 4;
-        while (sched.alloc_thread(filler, 0, "filler", shm::ThreadState::Blocked) != kNone) {
+        while (sched.procs().alloc_thread(filler, 0, "filler", shm::ThreadState::Blocked) !=
+               kNone) {
         }
     }
 

@@ -42,9 +42,9 @@ class SchedulerTest : public ::testing::Test {
         scheduler::SchedulerLock lock(*sched_, w);
         pid_t pid = alive ? ::getpid() : dead_pid();
         uint64_t start = alive ? process_start_time(pid) : 12345;
-        int32_t p = sched_->register_process(pid, start, "test");
-        int32_t t = sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked);
-        sched_->pool_push(t);
+        int32_t p = sched_->procs().register_process(pid, start, "test");
+        int32_t t = sched_->procs().alloc_thread(p, 0, "worker", ThreadState::Blocked);
+        sched_->procs().pool_push(t);
         return p;
     }
     static pid_t dead_pid() {
@@ -65,14 +65,15 @@ class SchedulerTest : public ::testing::Test {
     void add_pool_thread(int32_t p) {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        sched_->pool_push(sched_->alloc_thread(p, 0, "worker", ThreadState::Blocked));
+        sched_->procs().pool_push(
+            sched_->procs().alloc_thread(p, 0, "worker", ThreadState::Blocked));
     }
     // Locked: a thread of `p` waiting for a CPU for its own task, queued as
     // p's only ready item and opened to a direct grant of `cpu` (kNone: any).
-    int32_t open_receiver(int32_t p, int32_t cpu) COEXEC_REQUIRES(sched_) {
-        const int32_t t = sched_->alloc_thread(p, 0, "attached", ThreadState::Waiting);
+    int32_t open_receiver(int32_t p, int32_t cpu) COEXEC_REQUIRES(scheduler::segment_lock) {
+        const int32_t t = sched_->procs().alloc_thread(p, 0, "attached", ThreadState::Waiting);
         add_ready(p);
-        sched_->open_receiver(p, t, cpu);
+        sched_->procs().open_receiver(p, t, cpu);
         return t;
     }
     void add_ready(int32_t p, int n = 1) {
@@ -93,9 +94,9 @@ class SchedulerTest : public ::testing::Test {
     int32_t grant_cpu(int32_t p, int32_t c) {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, c, true}, w), c);
+        EXPECT_EQ(sched_->policy().claim_unheld_cpu(p, {Placement::Kind::Cpu, c, true}, w), c);
         const int32_t t = seg().cpus[c].owner_thread.load();
-        sched_->take_grant(t);
+        sched_->cpus().take_grant(t);
         return t;
     }
 
@@ -109,7 +110,7 @@ TEST_F(SchedulerTest, ClaimGivesAFreeCpuToAPoolThread) {
     int32_t p = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    int32_t c = sched_->claim_unheld_cpu(p, {}, w);
+    int32_t c = sched_->policy().claim_unheld_cpu(p, {}, w);
     ASSERT_NE(c, kNone);
     EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Running);
     EXPECT_EQ(seg().cpus[c].owner_proc.load(), p);
@@ -117,28 +118,28 @@ TEST_F(SchedulerTest, ClaimGivesAFreeCpuToAPoolThread) {
     EXPECT_EQ(seg().threads[t].grant.load(), c);
     EXPECT_EQ(seg().header.unheld_cpus.load(), 1);
     // The pool is empty now: nothing else can be claimed.
-    EXPECT_EQ(sched_->claim_unheld_cpu(p, {}, w), kNone);
+    EXPECT_EQ(sched_->policy().claim_unheld_cpu(p, {}, w), kNone);
 }
 
 TEST_F(SchedulerTest, StrictPlacementOnlyClaimsItsCpu) {
     int32_t p = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
+    EXPECT_EQ(sched_->policy().claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
 }
 
 TEST_F(SchedulerTest, RoundRobinByQuantumBetweenProcesses) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
+    ASSERT_EQ(sched_->policy().claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
     add_ready(a);
     add_ready(b);
     // A's turn on CPU 0 has just begun: A keeps it.
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Own);
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Own);
     // Once A's quantum is spent, B (with work and a pool thread) gets it.
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
     EXPECT_EQ(seg().cpus[0].turn_proc.load(), b);
 }
@@ -148,18 +149,18 @@ TEST_F(SchedulerTest, ACpuGivenToAProcessGoesStraightToItsOpenReceiver) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
+    ASSERT_EQ(sched_->policy().claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
     const int32_t waiter = open_receiver(b, 0);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL); // A's quantum is spent
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_thread.load(), waiter); // not B's pool thread
     EXPECT_EQ(seg().threads[waiter].grant.load(), 0);
     EXPECT_EQ(seg().procs[b].pool_size.load(), 1);
     EXPECT_EQ(seg().procs[b].receiver.load(), kNone); // used up
     // The task is still queued: the thread takes it out, no popper hands it on.
-    EXPECT_TRUE(sched_->receive_claimed(waiter));
-    EXPECT_TRUE(sched_->close_receiver(waiter));  // claimed: the popper drops the task
-    EXPECT_FALSE(sched_->close_receiver(waiter)); // the popper closed the word first
+    EXPECT_TRUE(sched_->procs().receive_claimed(waiter));
+    EXPECT_TRUE(sched_->procs().close_receiver(waiter));  // claimed: the popper drops the task
+    EXPECT_FALSE(sched_->procs().close_receiver(waiter)); // the popper closed the word first
 }
 
 TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
@@ -167,10 +168,10 @@ TEST_F(SchedulerTest, AReceiverTakesOnlyTheCpuItsTaskAllows) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     const int32_t waiter = open_receiver(b, 1);
-    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
-    EXPECT_EQ(sched_->claim_receiver(1, b), waiter);
-    EXPECT_TRUE(sched_->close_receiver(waiter)); // woke to Claimed: withdraw the task
-    EXPECT_EQ(sched_->claim_receiver(1, b), kNone);
+    EXPECT_EQ(sched_->procs().claim_receiver(0, b), kNone);
+    EXPECT_EQ(sched_->procs().claim_receiver(1, b), waiter);
+    EXPECT_TRUE(sched_->procs().close_receiver(waiter)); // woke to Claimed: withdraw the task
+    EXPECT_EQ(sched_->procs().claim_receiver(1, b), kNone);
 }
 
 // Something queued after the receiver's task (a preempted task, which must
@@ -181,10 +182,10 @@ TEST_F(SchedulerTest, AReceiverIsPassedOverOnceItsTaskIsNotTheOnlyReadyItem) {
     scheduler::SchedulerLock lock(*sched_, w);
     const int32_t waiter = open_receiver(b, kNone);
     add_ready(b);
-    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
-    EXPECT_EQ(sched_->claim_unheld_cpu(b, {}, w), 0); // to the pool thread
+    EXPECT_EQ(sched_->procs().claim_receiver(0, b), kNone);
+    EXPECT_EQ(sched_->policy().claim_unheld_cpu(b, {}, w), 0); // to the pool thread
     EXPECT_NE(seg().cpus[0].owner_thread.load(), waiter);
-    EXPECT_FALSE(sched_->close_receiver(waiter)); // the word stayed open for the popper
+    EXPECT_FALSE(sched_->procs().close_receiver(waiter)); // the word stayed open for the popper
 }
 
 TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
@@ -192,23 +193,23 @@ TEST_F(SchedulerTest, APopperThatTakesTheTaskFirstClosesTheReceiver) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     const int32_t waiter = open_receiver(b, kNone);
-    EXPECT_FALSE(sched_->close_receiver(waiter)); // the popper hands the thread a CPU
-    EXPECT_EQ(sched_->claim_receiver(0, b), kNone);
-    EXPECT_FALSE(sched_->close_receiver(waiter));
+    EXPECT_FALSE(sched_->procs().close_receiver(waiter)); // the popper hands the thread a CPU
+    EXPECT_EQ(sched_->procs().claim_receiver(0, b), kNone);
+    EXPECT_FALSE(sched_->procs().close_receiver(waiter));
 }
 
 TEST_F(SchedulerTest, AYieldingHolderKeepsItsTurn) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
+    ASSERT_EQ(sched_->policy().claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w), 0);
     add_ready(b);
     // A's task yields (it is ready, not queued): its turn is not over yet.
-    EXPECT_EQ(sched_->decide(0, a, true, w), SharedScheduler::Next::Own);
+    EXPECT_EQ(sched_->policy().decide(0, a, true, w), Policy::Next::Own);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), a);
     // Once the quantum is spent, B gets the CPU.
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
-    EXPECT_EQ(sched_->decide(0, a, true, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(sched_->policy().decide(0, a, true, w), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
 }
 
@@ -223,13 +224,13 @@ TEST_F(SchedulerTest, AProcessOnAsManyCpusWaitsForTheShareTurn) {
     scheduler::SchedulerLock lock(*sched_, w);
     const uint64_t began = now_ns() - 2'000'000'000ULL; // 2 quanta ago
     seg().cpus[0].turn_start_ns.store(began);
-    EXPECT_FALSE(sched_->turn_over(0, a, now_ns())); // a schedpoint need not yield
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Own);
+    EXPECT_FALSE(sched_->policy().turn_over(0, a, now_ns())); // a schedpoint need not yield
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Own);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), a);
     EXPECT_EQ(seg().cpus[0].turn_start_ns.load(), began); // the share turn goes on
     seg().cpus[0].turn_start_ns.store(now_ns() - 9'000'000'000ULL);
-    EXPECT_TRUE(sched_->turn_over(0, a, now_ns()));
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_TRUE(sched_->policy().turn_over(0, a, now_ns()));
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
 }
 
@@ -243,8 +244,8 @@ TEST_F(SchedulerTest, AProcessShortOfCpusGetsOneAfterAQuantum) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
-    EXPECT_TRUE(sched_->turn_over(0, a, now_ns()));
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_TRUE(sched_->policy().turn_over(0, a, now_ns()));
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
 }
 
@@ -257,7 +258,7 @@ TEST_F(SchedulerTest, WorkBoundToTheCpuIsNotPassedOver) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::Other);
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::Other);
     EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
 }
 
@@ -271,9 +272,9 @@ TEST_F(SchedulerTest, PreemptionWaitsForTheShareTurnOfAWaiterThatHasItsShare) {
     seg().header.config.preempt_after_ns = 1'000'000'000;
     const uint64_t now = now_ns();
     seg().cpus[0].turn_start_ns.store(now - 3'000'000'000ULL); // quantum + 2 s
-    EXPECT_EQ(sched_->overdue_holder(0, b, now), kNone);
+    EXPECT_EQ(sched_->policy().overdue_holder(0, b, now), kNone);
     seg().cpus[0].turn_start_ns.store(now - 10'000'000'000ULL); // share turn + 2 s
-    EXPECT_EQ(sched_->overdue_holder(0, b, now), holder);
+    EXPECT_EQ(sched_->policy().overdue_holder(0, b, now), holder);
     // Once B runs on no CPU, a quantum is its wait. (As release() would
     // free CPU 1, without offering it to B's spare pool thread.)
     seg().cpus[1].state.store(CpuState::Free);
@@ -281,27 +282,27 @@ TEST_F(SchedulerTest, PreemptionWaitsForTheShareTurnOfAWaiterThatHasItsShare) {
     seg().procs[b].running_cpus.fetch_sub(1);
     seg().cpus[0].preempt_asked_ns.store(0);
     seg().cpus[0].turn_start_ns.store(now - 3'000'000'000ULL);
-    EXPECT_EQ(sched_->overdue_holder(0, b, now), holder);
+    EXPECT_EQ(sched_->policy().overdue_holder(0, b, now), holder);
 }
 
 TEST_F(SchedulerTest, NoWorkAnywhereMeansNone) {
     int32_t a = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    ASSERT_NE(sched_->claim_unheld_cpu(a, {}, w), kNone);
-    EXPECT_EQ(sched_->decide(0, a, false, w), SharedScheduler::Next::None);
+    ASSERT_NE(sched_->policy().claim_unheld_cpu(a, {}, w), kNone);
+    EXPECT_EQ(sched_->policy().decide(0, a, false, w), Policy::Next::None);
 }
 
 TEST_F(SchedulerTest, IdleHolderIsEvictedForAnotherProcessesWork) {
     int32_t a = add_process(), b = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    int32_t c = sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w);
+    int32_t c = sched_->policy().claim_unheld_cpu(a, {Placement::Kind::Cpu, 0, true}, w);
     int32_t holder = seg().cpus[c].owner_thread.load();
-    sched_->hold_idle(c, false, w);
+    sched_->policy().hold_idle(c, false, w);
     EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Idle);
     add_ready(b);
-    int32_t got = sched_->offer(c, w);
+    int32_t got = sched_->policy().offer(c, w);
     ASSERT_NE(got, kNone);
     EXPECT_EQ(seg().threads[got].proc, b);
     // The old holder went back to its process's pool.
@@ -315,7 +316,7 @@ TEST_F(SchedulerTest, DeadProcessIsReapedAndItsCpusRedistributed) {
     WakeList w;
     {
         scheduler::SchedulerLock lock(*sched_, w);
-        ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
+        ASSERT_EQ(sched_->policy().claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
     }
     add_ready(live);
     // Looked up without the lock; only the dead member is named.
@@ -335,7 +336,7 @@ TEST_F(SchedulerTest, AWaiterFindsADeadHolderOnceItFallsSilent) {
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        ASSERT_EQ(sched_->claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
+        ASSERT_EQ(sched_->policy().claim_unheld_cpu(dead, {Placement::Kind::Cpu, 0, true}, w), 0);
     }
     ASSERT_EQ(seg().cpus[0].state.load(), CpuState::Running);
     const uint64_t t0 = now_ns(), stale = MemberWatch::kAliveStaleNs;
@@ -353,7 +354,7 @@ TEST_F(SchedulerTest, ALiveHolderFoundInProcIsVouchedFor) {
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        ASSERT_EQ(sched_->claim_unheld_cpu(holder, {Placement::Kind::Cpu, 1, true}, w), 1);
+        ASSERT_EQ(sched_->policy().claim_unheld_cpu(holder, {Placement::Kind::Cpu, 1, true}, w), 1);
     }
     const uint64_t t0 = now_ns(), stale = MemberWatch::kAliveStaleNs;
     sched_->watch().beat(holder, t0);
@@ -402,8 +403,8 @@ TEST_F(SchedulerTest, HolderCheckNamesAHolderAsleepInTheKernelPastItsTurn) {
     while (thread_on_cpu(::getpid(), sleeper_tid.load()))
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const int32_t holder = add_process(), spinning = add_process(), waiter = add_process();
-    sched_->set_tid(seg().procs[holder].pool_head, sleeper_tid.load());
-    sched_->set_tid(seg().procs[spinning].pool_head, spinner_tid.load());
+    sched_->procs().set_tid(seg().procs[holder].pool_head, sleeper_tid.load());
+    sched_->procs().set_tid(seg().procs[spinning].pool_head, spinner_tid.load());
     grant_cpu(holder, 0);
     grant_cpu(spinning, 1);
     add_ready(waiter);
@@ -427,7 +428,7 @@ TEST_F(SchedulerTest, RepairRebuildsListsAfterADeadLockHolder) {
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        freed = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
+        freed = sched_->procs().alloc_thread(a, 0, "worker", ThreadState::Blocked);
         sched_->release_thread(freed, w);
     }
     // Corrupt the derived state as a half-done update would.
@@ -454,11 +455,11 @@ TEST_F(SchedulerTest, EachProcessCountsTheCpusItRuns) {
     EXPECT_EQ(seg().procs[b].running_cpus.load(), 1);
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    sched_->hold_idle(0, /*sleeping=*/false, w); // held, but not Running
+    sched_->policy().hold_idle(0, /*sleeping=*/false, w); // held, but not Running
     EXPECT_EQ(seg().procs[a].running_cpus.load(), 0);
-    sched_->release(1, w);
+    sched_->policy().release(1, w);
     EXPECT_EQ(seg().procs[b].running_cpus.load(), 0);
-    EXPECT_EQ(sched_->claim_unheld_cpu(a, {}, w), 0); // A's idle holder runs again
+    EXPECT_EQ(sched_->policy().claim_unheld_cpu(a, {}, w), 0); // A's idle holder runs again
     EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
 }
 
@@ -478,7 +479,7 @@ TEST_F(SchedulerTest, ProcessSlotsRunOutWithAnErrorNotACrash) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     int registered = 0;
-    while (sched_->register_process(::getpid(), 1, "x") != kNone)
+    while (sched_->procs().register_process(::getpid(), 1, "x") != kNone)
         ++registered;
     EXPECT_EQ(registered, kMaxProcs);
 }
@@ -488,7 +489,7 @@ TEST_F(SchedulerTest, ThreadSlotsRunOutWithAnErrorNotACrash) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     int n = 0;
-    while (sched_->alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone)
+    while (sched_->procs().alloc_thread(p, 0, "x", ThreadState::Blocked) != kNone)
         ++n;
     EXPECT_EQ(n, kMaxThreads - 1);
 }
@@ -500,14 +501,14 @@ TEST_F(SchedulerTest, ReleasingAThreadReleasesTheCpusItHolds) {
     int32_t a = add_process();
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
-    int32_t c = sched_->claim_unheld_cpu(a, {}, w);
+    int32_t c = sched_->policy().claim_unheld_cpu(a, {}, w);
     ASSERT_NE(c, kNone);
     int32_t t = seg().cpus[c].owner_thread.load();
     for (bool lent : {false, true}) {
         if (lent)
-            sched_->lend(c, w);
+            sched_->policy().lend(c, w);
         else
-            sched_->hold_idle(c, /*sleeping=*/true, w);
+            sched_->policy().hold_idle(c, /*sleeping=*/true, w);
         sched_->release_thread(t, w);
         EXPECT_EQ(seg().cpus[c].state.load(), CpuState::Free);
         EXPECT_EQ(seg().cpus[c].owner_thread.load(), kNone);
@@ -515,9 +516,9 @@ TEST_F(SchedulerTest, ReleasingAThreadReleasesTheCpusItHolds) {
         EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Unused);
         EXPECT_EQ(seg().header.unheld_cpus.load(), 2);
         // The slot is reused at once; the CPU must not reach its new owner.
-        t = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
-        sched_->pool_push(t);
-        ASSERT_EQ(sched_->claim_unheld_cpu(a, {Placement::Kind::Cpu, c, true}, w), c);
+        t = sched_->procs().alloc_thread(a, 0, "worker", ThreadState::Blocked);
+        sched_->procs().pool_push(t);
+        ASSERT_EQ(sched_->policy().claim_unheld_cpu(a, {Placement::Kind::Cpu, c, true}, w), c);
         ASSERT_EQ(seg().cpus[c].owner_thread.load(), t);
     }
 }
@@ -527,8 +528,8 @@ TEST_F(SchedulerTest, ReleasingAPoolThreadTakesItOffThePool) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     int32_t first = seg().procs[a].pool_head;
-    int32_t second = sched_->alloc_thread(a, 0, "worker", ThreadState::Blocked);
-    sched_->pool_push(second);
+    int32_t second = sched_->procs().alloc_thread(a, 0, "worker", ThreadState::Blocked);
+    sched_->procs().pool_push(second);
     ASSERT_EQ(seg().procs[a].pool_size.load(), 2);
     sched_->release_thread(first, w); // the bottom of the stack
     EXPECT_EQ(seg().procs[a].pool_size.load(), 1);
@@ -549,13 +550,13 @@ TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        c = sched_->claim_unheld_cpu(a, {}, w);
+        c = sched_->policy().claim_unheld_cpu(a, {}, w);
         ASSERT_NE(c, kNone);
         t = seg().cpus[c].owner_thread.load();
         const KeepWord word = sched_->begin_keep(t);
         KeepWord seen;
-        ASSERT_EQ(sched_->keeping_holder(c, seen), t);
-        ASSERT_TRUE(sched_->take_kept(c, t, seen, w));
+        ASSERT_EQ(sched_->cpus().keeping_holder(c, seen), t);
+        ASSERT_TRUE(sched_->policy().take_kept(c, t, seen, w));
         // Still inside the taker's section: the thread must not come back.
         keeper = std::thread([&, word] {
             keeper_tid = ::gettid();
@@ -571,8 +572,8 @@ TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
     }
     keeper.join();
     EXPECT_EQ(result.load(), 0);
-    EXPECT_FALSE(sched_->holds(t, c));
-    EXPECT_FALSE(sched_->runs_elsewhere(t, kNone));
+    EXPECT_FALSE(sched_->cpus().holds(t, c));
+    EXPECT_FALSE(sched_->cpus().runs_elsewhere(t, kNone));
 }
 
 // A lock holder killed between the stores of one CPU slot: repair makes the
@@ -634,7 +635,7 @@ TEST_F(SchedulerTest, RepairFinishesATakeCutShortAfterItWonTheKeepWord) {
     seg().threads[t].serial.store(word.in(KeepWord::Mode::Taken).bits()); // the taker's CAS
     kill_a_lock_holder();
     EXPECT_FALSE(sched_->end_keep(t, word)); // its lock repairs
-    EXPECT_FALSE(sched_->runs_elsewhere(t, kNone));
+    EXPECT_FALSE(sched_->cpus().runs_elsewhere(t, kNone));
     EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
     EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Blocked);
 }
@@ -645,7 +646,7 @@ TEST_F(SchedulerTest, RepairTellsAnIdleHolderOfAGrantCutShort) {
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        sched_->hold_idle(0, /*sleeping=*/true, w);
+        sched_->policy().hold_idle(0, /*sleeping=*/true, w);
     }
     ASSERT_EQ(seg().threads[t].state.load(), ThreadState::Holding);
     seg().cpus[0].state.store(CpuState::Running); // grant() to the holder, cut short
@@ -653,7 +654,7 @@ TEST_F(SchedulerTest, RepairTellsAnIdleHolderOfAGrantCutShort) {
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     EXPECT_EQ(seg().threads[t].state.load(), ThreadState::Running);
-    EXPECT_EQ(sched_->take_grant(t), 0);
+    EXPECT_EQ(sched_->cpus().take_grant(t), 0);
     EXPECT_EQ(seg().header.unheld_cpus.load(), 1);
 }
 
@@ -668,7 +669,7 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
     std::atomic<bool> woke{false};
     std::thread waiter([&] {
         waiter_tid = ::gettid();
-        sched_->wait_word(t, seen, kLongWaitNs);
+        sched_->procs().wait_word(t, seen, kLongWaitNs);
         woke = true;
     });
     // The waiter announced its sleep and sleeps in the kernel.
@@ -691,7 +692,7 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
     EXPECT_TRUE(test::wait_until([&] { return woke.load(); }))
         << "the grantee slept through its grant";
     waiter.join();
-    EXPECT_EQ(sched_->take_grant(t), 0);
+    EXPECT_EQ(sched_->cpus().take_grant(t), 0);
 }
 
 // A thread's word: a mover wakes (makes the system call) only for a thread
@@ -717,7 +718,7 @@ TEST(ThreadWordTest, AMoverWakesOnlyAnAnnouncedSleeper) {
 }
 
 // Ping-pong between two threads that each sleep on their own word through
-// SharedScheduler::wait_word and are woken by wake_thread(), with no
+// ProcessTable::wait_word and are woken by wake_thread(), with no
 // timeout to fall back on: a lost wake hangs the test (ctest's timeout
 // fails it). Each side sometimes yields first, as wait_for_cpu() does, so
 // moves land both before and after the announcement.
@@ -734,10 +735,10 @@ TEST_F(SchedulerTest, ThreadWordsLoseNoWakeInAPingPong) {
                 if (i % 3 == 0)
                     std::this_thread::yield();
                 else
-                    sched_->wait_word(self, seen, 0);
+                    sched_->procs().wait_word(self, seen, 0);
             }
             turn.fetch_add(1, std::memory_order_acq_rel);
-            sched_->wake_thread(other);
+            sched_->procs().wake_thread(other);
         }
     };
     std::thread tb(player, b, a, 1);
@@ -767,7 +768,7 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
     {
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
-        t = sched_->alloc_thread(p, tid.load(), "keeper", ThreadState::Waiting, true);
+        t = sched_->procs().alloc_thread(p, tid.load(), "keeper", ThreadState::Waiting, true);
     }
     auto mask = [&] { return test::kernel_affinity(tid.load()); };
     const cpu_set_t only1 = [] {
@@ -787,10 +788,10 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
         WakeList w;
         scheduler::SchedulerLock lock(*sched_, w);
         add_ready(p);
-        sched_->open_receiver(p, t, 1);
-        EXPECT_EQ(sched_->claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
+        sched_->procs().open_receiver(p, t, 1);
+        EXPECT_EQ(sched_->policy().claim_unheld_cpu(p, {Placement::Kind::Cpu, 1, true}, w), 1);
     }
-    EXPECT_EQ(sched_->take_grant(t), 1);
+    EXPECT_EQ(sched_->cpus().take_grant(t), 1);
     now = mask();
     EXPECT_TRUE(CPU_EQUAL(&now, &only1)) << "a grant of CPU 1 left the pinned keeper elsewhere";
     EXPECT_EQ(sched_->binding().bound_cpu(t), 1);

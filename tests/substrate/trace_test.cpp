@@ -222,7 +222,8 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
         wakes.flush(*m.get());
     };
     bool added = false;
-    locked([&]() COEXEC_REQUIRES(sched) { added = sched.add_recorder(::getpid()); });
+    locked(
+        [&]() COEXEC_REQUIRES(scheduler::segment_lock) { added = sched.add_recorder(::getpid()); });
     ASSERT_TRUE(added);
     const uint64_t t0 = test::now_ns();
     ASSERT_EQ(nosv_attach(&task, nullptr, "traced", NOSV_ATTACH_NONE), NOSV_SUCCESS);
@@ -232,7 +233,7 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     pid_t child = test::fork_child([] { return nosv_init() == 0 && nosv_shutdown() == 0 ? 0 : 1; });
     ASSERT_EQ(test::wait_child(child), 0);
     std::vector<TraceEvent> got = poll_all(*m.get(), readers);
-    locked([&]() COEXEC_REQUIRES(sched) { sched.remove_recorder(::getpid()); });
+    locked([&]() COEXEC_REQUIRES(scheduler::segment_lock) { sched.remove_recorder(::getpid()); });
     EXPECT_FALSE(sched.recording());
 
     const TraceEvent* grant = nullptr;
@@ -290,7 +291,9 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     // exits without switching off, as a recorder killed by SIGKILL would.
     pid_t child = test::fork_child([&] {
         bool added = false;
-        locked([&]() COEXEC_REQUIRES(sched) { added = sched.add_recorder(::getpid()); });
+        locked([&]() COEXEC_REQUIRES(scheduler::segment_lock) {
+            added = sched.add_recorder(::getpid());
+        });
         return added ? 0 : 1;
     });
     ASSERT_EQ(test::wait_child(child), 0);
@@ -306,14 +309,14 @@ TEST(TraceRecording, ADeadRecorderIsRemovedAtTheNextReap) {
     };
     reap();
     EXPECT_FALSE(sched.recording());
-    locked([&]() COEXEC_REQUIRES(sched) {
+    locked([&]() COEXEC_REQUIRES(scheduler::segment_lock) {
         for (int i = 0; i < shm::kMaxRecorders; ++i)
             EXPECT_TRUE(sched.add_recorder(::getpid()));
         EXPECT_FALSE(sched.add_recorder(::getpid()));
     });
     reap();
     EXPECT_TRUE(sched.recording());
-    locked([&]() COEXEC_REQUIRES(sched) {
+    locked([&]() COEXEC_REQUIRES(scheduler::segment_lock) {
         for (int i = 0; i < shm::kMaxRecorders; ++i)
             sched.remove_recorder(::getpid());
     });

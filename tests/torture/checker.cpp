@@ -109,7 +109,8 @@ bool Checker::wanted(int cpu) const {
         const int32_t p = s_.header.alive[i];
         if (p < 0 || p >= kMaxProcs) continue;
         const ProcSlot& proc = s_.procs[p];
-        if (!timeline_.death_of(proc.pid, proc.start_time) && sched.has_work(p, cpu)) return true;
+        if (!timeline_.death_of(proc.pid, proc.start_time) && sched.policy().has_work(p, cpu))
+            return true;
     }
     return false;
 }

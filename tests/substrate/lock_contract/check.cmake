@@ -8,7 +8,7 @@ execute_process(COMMAND ${CXX} ${flags} ${SOURCE}
 if(unlocked_rc EQUAL 0)
   message(FATAL_ERROR "a locked call without the segment lock compiled: the contract is not checked")
 endif()
-if(NOT unlocked_err MATCHES "calling function 'release' requires holding mutex 'sched'")
+if(NOT unlocked_err MATCHES "calling function 'release' requires holding segment lock 'segment_lock'")
   message(FATAL_ERROR "the compile failed, but not on the lock contract:\n${unlocked_err}")
 endif()
 execute_process(COMMAND ${CXX} ${flags} -DTAKE_THE_LOCK ${SOURCE}

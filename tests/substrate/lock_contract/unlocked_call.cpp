@@ -13,5 +13,5 @@ int32_t release_cpu_zero(SharedScheduler& sched, WakeList& wakes) {
 #ifdef TAKE_THE_LOCK
     SchedulerLock lock(sched, wakes);
 #endif
-    return sched.release(0, wakes);
+    return sched.policy().release(0, wakes);
 }

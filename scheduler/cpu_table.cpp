@@ -1,14 +1,16 @@
-// CPU slots: every write to a CpuSlot after format(), but for the turn
-// (which policy.cpp and shared_scheduler.cpp write too) and
-// preempt_asked_ns (policy.cpp's); the CPU counters (unheld_cpus,
-// wakeable_cpus, running_cpus), which format() and repair() also set;
-// grants, keep words, and the kernel affinity that follows them.
-#include "shared_scheduler.hpp"
+// The CPU table (cpu_table.hpp): every write to a CpuSlot after format(),
+// but for the turn of a holder that keeps its CPU and preempt_asked_ns
+// (policy.cpp's); the CPU counters; grants, keep words, and the kernel
+// affinity that follows them.
+#include "scheduler/cpu_table.hpp"
+
+#include "scheduler/process_table.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
 #include "scheduler/thread_word.hpp"
 #include "shm/clock.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <sched.h>
@@ -21,35 +23,50 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
-LabelClass classify_label(std::string_view label) {
-    if (label == "openmp") return LabelClass::OpenMP;
-    if (label == "tbb") return LabelClass::Tbb;
-    if (label == "pocl") return LabelClass::Pocl;
-    return LabelClass::Other;
-}
-
-const char* label_class_name(LabelClass c) {
-    switch (c) {
-    case LabelClass::OpenMP:
-        return "openmp";
-    case LabelClass::Tbb:
-        return "tbb";
-    case LabelClass::Pocl:
-        return "pocl";
-    default:
-        return "other";
+void CpuTable::format(const std::vector<CpuInfo>& cpus) {
+    Header& h = s_.header;
+    std::vector<int> numa_ids;
+    for (auto& c : cpus)
+        if (std::find(numa_ids.begin(), numa_ids.end(), c.system_numa) == numa_ids.end())
+            numa_ids.push_back(c.system_numa);
+    std::sort(numa_ids.begin(), numa_ids.end());
+    const int count = std::min<int>(int(cpus.size()), kMaxCpus);
+    h.cpu_count = count;
+    h.numa_count = int(numa_ids.size());
+    for (int i = 0; i < kMaxCpus; ++i) {
+        CpuSlot& slot = s_.cpus[i];
+        if (i < count) {
+            const CpuInfo& info = cpus[size_t(i)];
+            slot.system_id = info.system_id;
+            slot.core = info.core;
+            slot.system_numa = info.system_numa;
+            slot.numa = int(std::find(numa_ids.begin(), numa_ids.end(), info.system_numa) -
+                            numa_ids.begin());
+        }
+        slot.state.store(CpuState::Free, rlx);
+        slot.owner_proc.store(kNone, rlx);
+        slot.owner_thread.store(kNone, rlx);
+        slot.since_ns.store(0, rlx);
+        slot.handed_over.store(false, rlx);
+        slot.turn_proc.store(kNone, rlx);
+        slot.turn_start_ns.store(0, rlx);
+        slot.preempt_asked_ns.store(0, rlx);
+        slot.stint_proc = kNone;
+        slot.counted_proc = kNone;
     }
+    h.unheld_cpus.store(count, std::memory_order_seq_cst);
+    h.wakeable_cpus.store(count, std::memory_order_seq_cst);
 }
 
-bool SharedScheduler::runs_elsewhere(int32_t t, int32_t c) const {
-    for (int32_t other = 0; other < cpu_count(); ++other)
-        if (other != c && s_.cpus[other].owner_thread.load(rlx) == t &&
-            s_.cpus[other].state.load(rlx) == CpuState::Running)
+bool runs_elsewhere(const Segment& s, int32_t t, int32_t c) {
+    for (int32_t other = 0; other < s.header.cpu_count; ++other)
+        if (other != c && s.cpus[other].owner_thread.load(rlx) == t &&
+            s.cpus[other].state.load(rlx) == CpuState::Running)
             return true;
     return false;
 }
 
-void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
+void CpuTable::grant(int32_t c, int32_t t, WakeList& wakes) {
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     ThreadSlot& th = s_.threads[t];
@@ -67,12 +84,12 @@ void SharedScheduler::grant(int32_t c, int32_t t, WakeList& wakes) {
     publish_grant(c, t, wakes);
 }
 
-void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
+void CpuTable::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
     ThreadSlot& th = s_.threads[t];
     s_.procs[th.proc].handoffs.fetch_add(1, rlx);
     binding_.bind(t, c);
     // The state and the grant are stored back to back: a granter that dies
-    // before the state store leaves a slot that repair_cpu_slots() finishes;
+    // before the state store leaves a slot that repair() finishes;
     // one that dies between the two leaves the CPU lost (a known gap).
     th.state.store(ThreadState::Running, rlx);
     // Release pairs with the waiter's acquire of `grant` after it sees the
@@ -81,7 +98,7 @@ void SharedScheduler::publish_grant(int32_t c, int32_t t, WakeList& wakes) {
     if (ThreadWord::move(th.word)) wakes.add(t);
 }
 
-void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
+void CpuTable::handoff_within_process(int32_t c, int32_t t, WakeList& wakes) {
     assert(!runs_elsewhere(t, c));
     CpuSlot& cpu = s_.cpus[c];
     const uint64_t now = now_ns();
@@ -93,7 +110,7 @@ void SharedScheduler::handoff_within_process(int32_t c, int32_t t, WakeList& wak
     publish_grant(c, t, wakes);
 }
 
-void SharedScheduler::set_state(int32_t c, CpuState next) {
+void CpuTable::set_state(int32_t c, CpuState next) {
     CpuSlot& cpu = s_.cpus[c];
     const CpuState before = cpu.state.load(rlx);
     // seq_cst: the counts pair with the submitter's seq_cst publication of
@@ -111,7 +128,7 @@ void SharedScheduler::set_state(int32_t c, CpuState next) {
     recount_running(c);
 }
 
-void SharedScheduler::recount_running(int32_t c) {
+void CpuTable::recount_running(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     const int32_t owner = cpu.owner_proc.load(rlx);
     const int32_t counted =
@@ -123,7 +140,7 @@ void SharedScheduler::recount_running(int32_t c) {
     cpu.counted_proc = counted;
 }
 
-void SharedScheduler::recount_all_running() {
+void CpuTable::recount_all_running() {
     // A lock holder that died inside recount_running() left one count off.
     for (ProcSlot& p : s_.procs)
         p.running_cpus.store(0, rlx);
@@ -133,22 +150,7 @@ void SharedScheduler::recount_all_running() {
     }
 }
 
-int32_t SharedScheduler::hold_idle(int32_t c, bool sleeping, WakeList& wakes) {
-    hold_without_work(c, sleeping ? CpuState::Sleeping : CpuState::Idle);
-    return offer_released(c, wakes);
-}
-
-int32_t SharedScheduler::lend(int32_t c, WakeList& wakes) {
-    hold_without_work(c, CpuState::Lent);
-    return offer_released(c, wakes);
-}
-
-int32_t SharedScheduler::release(int32_t c, WakeList& wakes) {
-    set_free(c);
-    return offer_released(c, wakes);
-}
-
-void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
+void CpuTable::hold_without_work(int32_t c, CpuState next) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) == CpuState::Running) time_.stop(c, now_ns());
     int32_t t = cpu.owner_thread.load(rlx);
@@ -160,16 +162,7 @@ void SharedScheduler::hold_without_work(int32_t c, CpuState next) {
                      c, t);
 }
 
-int32_t SharedScheduler::offer_released(int32_t c, WakeList& wakes) {
-    // Fence: the CPU's new state is counted (unheld_cpus, wakeable_cpus in
-    // set_state) before offer() reads the ready counters (Dekker with the
-    // submitter's kick()). Work queued before that skipped its kick: it is
-    // seen here.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return offer(c, wakes);
-}
-
-bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
+bool CpuTable::reclaim_lent(int32_t c, int32_t thread) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) != CpuState::Lent || cpu.owner_thread.load(rlx) != thread) return false;
     ThreadSlot& th = s_.threads[thread];
@@ -181,7 +174,7 @@ bool SharedScheduler::reclaim_lent(int32_t c, int32_t thread) {
     return true;
 }
 
-KeepWord SharedScheduler::begin_keep(int32_t t) {
+KeepWord CpuTable::begin_keep(int32_t t) {
     std::atomic<uint32_t>& serial = s_.threads[t].serial;
     // Only the thread writes the word outside a period, so the load is its
     // own last store. Release: a monitor that sees the new period sees the
@@ -191,27 +184,21 @@ KeepWord SharedScheduler::begin_keep(int32_t t) {
     return word;
 }
 
-bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
-    std::atomic<uint32_t>& serial = s_.threads[t].serial;
+bool CpuTable::try_end_keep(int32_t t, KeepWord word) {
     uint32_t expected = word.bits();
-    const KeepWord inside = word.in(KeepWord::Mode::Inside);
-    // Against take_kept()'s compare-exchange on the same word: exactly one
+    // Against claim_kept()'s compare-exchange on the same word: exactly one
     // of us wins the period.
-    if (serial.compare_exchange_strong(expected, inside.bits(), std::memory_order_acq_rel,
-                                       std::memory_order_acquire))
-        return true;
-    // The taker won the word under the lock, and frees the CPU in the same
-    // locked section. Until that section ends the CPU is still ours on
-    // paper: wait for it, so that the caller never queues a thread that
-    // still holds a CPU (the taker may be slow, or stopped by a signal).
-    WakeList wakes;
-    { SchedulerLock lock(*this, wakes); }
-    wakes.flush(s_);
-    serial.store(inside.bits(), rlx); // the taker is done with it
-    return false;
+    return s_.threads[t].serial.compare_exchange_strong(
+        expected, word.in(KeepWord::Mode::Inside).bits(), std::memory_order_acq_rel,
+        std::memory_order_acquire);
 }
 
-int32_t SharedScheduler::keeping_holder(int32_t c, KeepWord& word) const {
+void CpuTable::finish_lost_keep(int32_t t, KeepWord word) {
+    // The taker is done with the word: its locked section ended.
+    s_.threads[t].serial.store(word.in(KeepWord::Mode::Inside).bits(), rlx);
+}
+
+int32_t CpuTable::keeping_holder(int32_t c, KeepWord& word) const {
     const CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) != CpuState::Running) return kNone;
     const int32_t t = cpu.owner_thread.load(rlx);
@@ -220,41 +207,57 @@ int32_t SharedScheduler::keeping_holder(int32_t c, KeepWord& word) const {
     return word.mode() == KeepWord::Mode::Outside ? t : kNone;
 }
 
-bool SharedScheduler::take_kept(int32_t c, int32_t t, KeepWord word, WakeList& wakes) {
+bool CpuTable::claim_kept(int32_t c, int32_t t, KeepWord word) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.state.load(rlx) != CpuState::Running || cpu.owner_thread.load(rlx) != t) return false;
     ThreadSlot& th = s_.threads[t];
     // The thread ends its period with a compare-exchange Outside -> Inside
     // on the same word: exactly one of the two succeeds. If we do, it waits
-    // for a CPU at its coexec_block_exit(), which takes this lock after us.
+    // for a CPU at its coexec_block_exit(), which takes this lock after us
+    // (SharedScheduler::end_keep), once the caller has freed the CPU.
     uint32_t expected = word.bits();
     if (!th.serial.compare_exchange_strong(expected, word.in(KeepWord::Mode::Taken).bits(),
                                            std::memory_order_acq_rel, std::memory_order_relaxed))
         return false;
     th.state.store(ThreadState::Blocked, rlx);
-    release(c, wakes);
     return true;
 }
 
-int32_t SharedScheduler::take_grant(int32_t t) {
+int32_t CpuTable::take_grant(int32_t t) {
     // Acquire pairs with the granter's release store of `grant`.
     return s_.threads[t].grant.exchange(kNone, std::memory_order_acquire);
 }
 
-bool SharedScheduler::holds(int32_t t, int32_t c) const {
+bool CpuTable::stint_over(int32_t cpu, uint64_t now) const {
+    // Relaxed: the granter stored since_ns before it published the grant
+    // (release), and the holder acquired that grant before running; nobody
+    // else writes it while the holder keeps the CPU Running.
+    const uint64_t since = s_.cpus[cpu].since_ns.load(rlx);
+    return now > since && now - since >= s_.header.config.quantum_ns;
+}
+
+uint64_t CpuTable::unheld_grant_age(int32_t cpu, uint64_t now) const {
+    // Relaxed, as in stint_over(): both were stored before the grant.
+    const CpuSlot& slot = s_.cpus[cpu];
+    if (slot.handed_over.load(rlx)) return 0;
+    const uint64_t since = slot.since_ns.load(rlx);
+    return now > since ? now - since : 0;
+}
+
+bool CpuTable::holds(int32_t t, int32_t c) const {
     const CpuSlot& cpu = s_.cpus[c];
     return c != kNone && cpu.owner_thread.load(rlx) == t &&
            cpu.state.load(rlx) == CpuState::Running;
 }
 
-void SharedScheduler::start_turn(int32_t c, int32_t proc, uint64_t now) {
+void CpuTable::start_turn(int32_t c, int32_t proc, uint64_t now) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.turn_proc.load(rlx) == proc) return;
     cpu.turn_proc.store(proc, rlx);
     cpu.turn_start_ns.store(now, rlx);
 }
 
-void SharedScheduler::set_free(int32_t c) {
+void CpuTable::set_free(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     const CpuState before = cpu.state.load(rlx);
     const int32_t holder = cpu.owner_thread.load(rlx);
@@ -267,7 +270,17 @@ void SharedScheduler::set_free(int32_t c) {
     if (before != CpuState::Free) trace_.cpu_event(TraceKind::Release, c, holder, now);
 }
 
-void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
+void CpuTable::release_all_of(int32_t proc) {
+    const uint64_t now = now_ns();
+    for (int c = 0; c < cpu_count(); ++c) {
+        CpuSlot& cpu = s_.cpus[c];
+        time_.stop_if_of(c, proc, now);
+        if (cpu.turn_proc.load(rlx) == proc) cpu.turn_proc.store(kNone, rlx);
+        if (cpu.owner_proc.load(rlx) == proc) set_free(c);
+    }
+}
+
+void CpuTable::repair(WakeList& wakes) {
     for (int32_t c = 0; c < cpu_count(); ++c) {
         CpuSlot& cpu = s_.cpus[c];
         const CpuState st = cpu.state.load(rlx);
@@ -281,7 +294,7 @@ void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
             set_free(c); // the thread, if popped for a grant, goes back to its pool
             continue;
         }
-        // take_kept() cut short after it won the keep word: the thread's
+        // A take of a kept CPU cut short after claim_kept() won the keep word: the thread's
         // end_keep() has lost the period and will queue its task, so the
         // take is finished here.
         const int32_t holder = cpu.owner_thread.load(rlx);
@@ -296,9 +309,18 @@ void SharedScheduler::repair_cpu_slots(WakeList& wakes) {
         if (st == CpuState::Running && s_.threads[holder].state.load(rlx) == ThreadState::Holding)
             publish_grant(c, holder, wakes);
     }
+    int unheld = 0, wakeable = 0;
+    for (int c = 0; c < cpu_count(); ++c) {
+        const CpuState st = s_.cpus[c].state.load(rlx);
+        unheld += is_unheld(st);
+        wakeable += is_wakeable(st);
+    }
+    s_.header.unheld_cpus.store(unheld, std::memory_order_seq_cst);
+    s_.header.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);
+    recount_all_running();
 }
 
-bool SharedScheduler::holder_is_sound(int32_t c) const {
+bool CpuTable::holder_is_sound(int32_t c) const {
     const CpuSlot& cpu = s_.cpus[c];
     const int32_t t = cpu.owner_thread.load(rlx);
     const int32_t p = cpu.owner_proc.load(rlx);
@@ -314,14 +336,14 @@ bool SharedScheduler::holder_is_sound(int32_t c) const {
         // targets a Pool thread (take_pool_thread() marks it Waiting).
         return false;
     case ThreadState::Blocked:
-        // take_kept() and an evicted lender: Blocked is their first store.
+        // claim_kept() and an evicted lender: Blocked is their first store.
         return false;
     default:
         return th.proc == p;
     }
 }
 
-void SharedScheduler::evict_holder(int32_t c) {
+void CpuTable::evict_holder(int32_t c) {
     CpuSlot& cpu = s_.cpus[c];
     int32_t t = cpu.owner_thread.load(rlx);
     if (t == kNone) return;
@@ -338,7 +360,7 @@ void SharedScheduler::evict_holder(int32_t c) {
     // The holder spins on its word or sleeps on it. As a pool thread it just
     // waits for a grant, so a sleeping holder need not be woken; a spinning
     // one sees the word change and goes to sleep.
-    pool_push(t);
+    procs_.pool_push(t);
     ThreadWord::move_quietly(s_.threads[t].word);
     cpu.owner_thread.store(kNone, rlx);
     cpu.owner_proc.store(kNone, rlx);
