@@ -95,12 +95,12 @@ COEXEC_API int nosv_create(nosv_task_t* task, nosv_task_type_t type, size_t meta
         return NOSV_ERR_INVALID_PARAMETER;
     if (type->external) return NOSV_ERR_INVALID_CALLBACK;
     if (metadata_size > NOSV_MAX_METADATA_SIZE) return NOSV_ERR_INVALID_METADATA_SIZE;
-    nosv_task* t = rt->new_task(type, metadata_size);
+    nosv_task* t = rt->ready().new_task(type, metadata_size);
     if (!t) return NOSV_ERR_OUT_OF_MEMORY;
     if (flags & NOSV_CREATE_JOINABLE) {
         t->join.reset(new (std::nothrow) coexec::core::JoinState);
         if (!t->join) {
-            rt->delete_task(t);
+            rt->ready().delete_task(t);
             return NOSV_ERR_OUT_OF_MEMORY;
         }
     }
@@ -124,7 +124,7 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
     const TaskState state = task->status.state();
     if (state == TaskState::Suspended ? !rt->discard_suspended(task) : state != TaskState::Created)
         return NOSV_ERR_BUSY;
-    rt->delete_task(task);
+    rt->ready().delete_task(task);
     return NOSV_SUCCESS;
 }
 
@@ -167,7 +167,7 @@ COEXEC_API int nosv_yield(nosv_flags_t flags) {
     if (c.error) return c.error;
     if (flags & ~NOSV_YIELD_NOFLUSH) return NOSV_ERR_INVALID_PARAMETER;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    if (!(flags & NOSV_YIELD_NOFLUSH)) c.rt->flush_window(*c.self);
+    if (!(flags & NOSV_YIELD_NOFLUSH)) c.rt->ready().flush_window(*c.self);
     return c.rt->yield(*c.self);
 }
 
@@ -177,7 +177,7 @@ COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
     if (c.error) return c.error;
     if (flags != NOSV_SCHEDPOINT_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    c.rt->flush_window(*c.self);
+    c.rt->ready().flush_window(*c.self);
     return c.rt->schedpoint(*c.self);
 }
 
@@ -317,8 +317,8 @@ COEXEC_API int coexec_block_enter(void) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    c.rt->flush_window(*c.self);
-    return c.rt->block_enter(*c.self);
+    c.rt->ready().flush_window(*c.self);
+    return c.rt->handover().block_enter(*c.self);
 }
 
 COEXEC_API int coexec_lend_cpu(void) {
@@ -326,8 +326,8 @@ COEXEC_API int coexec_lend_cpu(void) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    c.rt->flush_window(*c.self);
-    return c.rt->lend_cpu(*c.self);
+    c.rt->ready().flush_window(*c.self);
+    return c.rt->handover().lend_cpu(*c.self);
 }
 
 COEXEC_API int coexec_keep_cpu(void) {
@@ -335,33 +335,33 @@ COEXEC_API int coexec_keep_cpu(void) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    c.rt->flush_window(*c.self);
-    return c.rt->keep_cpu(*c.self);
+    c.rt->ready().flush_window(*c.self);
+    return c.rt->handover().keep_cpu(*c.self);
 }
 
 COEXEC_API int coexec_lend_kept_cpu(void) {
     RuntimeSection section;
     TaskCall c = of_task();
-    return c.error ? c.error : c.rt->lend_kept_cpu(*c.self);
+    return c.error ? c.error : c.rt->handover().lend_kept_cpu(*c.self);
 }
 
 COEXEC_API int coexec_block_exit(void) {
     RuntimeSection section;
     TaskCall c = of_task();
-    return c.error ? c.error : c.rt->block_exit(*c.self);
+    return c.error ? c.error : c.rt->handover().block_exit(*c.self);
 }
 
 COEXEC_API int coexec_cpu_wanted(void) {
     Runtime* rt = Runtime::get();
     ThreadContext* self = rt ? this_thread_context() : nullptr;
-    return self ? rt->cpu_wanted(*self) : 0;
+    return self ? rt->handover().cpu_wanted(*self) : 0;
 }
 
 COEXEC_API int coexec_spare_cpus(int* spare) {
     if (!spare) return NOSV_ERR_INVALID_PARAMETER;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    *spare = rt->spare_cpus();
+    *spare = rt->handover().spare_cpus();
     return NOSV_SUCCESS;
 }
 
@@ -369,7 +369,7 @@ COEXEC_API int coexec_quantum(uint64_t* ns) {
     if (!ns) return NOSV_ERR_INVALID_PARAMETER;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    *ns = rt->quantum_ns();
+    *ns = rt->handover().quantum_ns();
     return NOSV_SUCCESS;
 }
 

@@ -39,7 +39,7 @@ int join_tasks(nosv_task_t* tasks, void** results, size_t n, uint64_t timeout, b
     // Complete: the runtime no longer refers to the tasks (JoinState::complete).
     for (size_t i = 0; i < n; ++i) {
         if (results) results[i] = tasks[i]->join->result();
-        rt->delete_task(tasks[i]);
+        rt->ready().delete_task(tasks[i]);
     }
     return NOSV_SUCCESS;
 }

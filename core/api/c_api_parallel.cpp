@@ -51,7 +51,7 @@ COEXEC_API int nosv_set_submit_window_size(size_t submit_window_size) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (submit_window_size == 0) return NOSV_ERR_INVALID_PARAMETER;
-    c.rt->set_submit_window(*c.self, submit_window_size);
+    c.rt->ready().set_submit_window(*c.self, submit_window_size);
     return NOSV_SUCCESS;
 }
 
@@ -59,6 +59,6 @@ COEXEC_API int nosv_flush_submit_window(void) {
     RuntimeSection section;
     TaskCall c = in_task();
     if (c.error) return c.error;
-    c.rt->flush_window(*c.self);
+    c.rt->ready().flush_window(*c.self);
     return NOSV_SUCCESS;
 }

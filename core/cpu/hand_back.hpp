@@ -1,6 +1,6 @@
 // Whether a thread that gave its CPU away (to a teammate, or to another
 // process) should yield, rather than sleep, while it waits for a CPU again
-// (Runtime::wait_for_cpu).
+// (CpuHandover::wait_for_cpu).
 #pragma once
 
 #include <algorithm>

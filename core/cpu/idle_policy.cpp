@@ -48,7 +48,7 @@ bool IdlePolicy::hold(ThreadContext& self) {
             // Submitters leave work to spinning holders (see kick()). Work we
             // see but cannot place (its process has no thread to receive a
             // CPU) ends the spinning: sleeping holders are kicked instead.
-            if (rt_.cpu_wanted(self) && !offer_own_cpu(self) &&
+            if (rt_.handover_.cpu_wanted(self) && !offer_own_cpu(self) &&
                 policy != config::GovernorPolicy::Busy)
                 spins = 0;
             cpu_relax();

@@ -91,11 +91,11 @@ void Preemption::on_signal(int) {
 void Preemption::lend_while_asleep(Runtime& rt, ThreadContext& self) {
     nosv_task* t = self.current;
     if (self.cpu == kNone || !t || self.immediate || self.has_batch() || t->par.active() ||
-        !rt.holds(self, self.cpu))
+        !rt.handover_.holds(self, self.cpu))
         return;
-    // Runtime::lend_cpu() without its hand-off to waiting work, which may
+    // CpuHandover::lend_cpu() without its hand-off to waiting work, which may
     // start a thread: async-signal context allows only the segment's lock.
-    rt.step_out(self);
+    rt.handover_.step_out(self);
     rt.binding_->lend(self);
     self.own_affinity_applies = self.keeps_affinity;
     program_thread_lent_asleep();
@@ -109,7 +109,8 @@ void Preemption::give_way(ThreadContext& self) {
     nosv_task* t = self.current;
     // A parallel execution has no thread of its own to resume on: it runs
     // to its end (other processes get the CPU between executions).
-    if (c == kNone || !t || self.immediate || t->par.active() || !rt_.holds(self, c)) return;
+    if (c == kNone || !t || self.immediate || t->par.active() || !rt_.handover_.holds(self, c))
+        return;
     auto& sched = rt_.sched();
     WakeList wakes;
     bool gave = false;
@@ -119,13 +120,13 @@ void Preemption::give_way(ThreadContext& self) {
         // next decides with this demand in view.
         if (sched.policy().give_way(c, rt_.proc(), self.slot, wakes)) {
             gave = true;
-            rt_.queue_->push_preempted(t, c);
+            rt_.ready_.push_preempted(t, c);
         } else if (self.program &&
                    sched.policy().give_way_within(c, rt_.proc(), self.slot, wakes)) {
             // A program thread also gives way to its own process's work,
             // which it may be spinning for: behind that work, on any CPU.
             gave = true;
-            rt_.queue_->push_unplaced(t);
+            rt_.ready_.push_unplaced(t);
         }
         if (gave) self.cpu = kNone;
     }
@@ -133,7 +134,7 @@ void Preemption::give_way(ThreadContext& self) {
     if (!gave) return;
     sched.procs().count_preemption(rt_.proc());
     rt_.workers_.blocked(self);
-    if (rt_.wait_for_cpu(self) == kNone) self.cpu = kNone;
+    if (rt_.handover_.wait_for_cpu(self) == kNone) self.cpu = kNone;
     rt_.workers_.unblocked(self);
 }
 

@@ -11,6 +11,8 @@ namespace coexec::core {
 
 using namespace coexec::shm;
 using scheduler::WakeList;
+using AfterLeaving = CpuHandover::AfterLeaving;
+using LeaveReason = CpuHandover::LeaveReason;
 
 void Runtime::show_label(ThreadContext& self, const nosv_task_type* type) {
     if (self.shown_type == type) return;
@@ -29,14 +31,14 @@ void Runtime::worker_main(ThreadContext& self) {
     sched().procs().set_tid(self.slot, self.affinity.tid);
     prctl(PR_SET_NAME, "coexec-worker", 0, 0, 0);
     binding_->adopt(self); // a worker lives as long as its thread: never released
-    while (wait_for_cpu(self) != kNone) {
+    while (handover_.wait_for_cpu(self) != kNone) {
         // A fresh grant runs this process's work before any new decision:
         // the turn was just given to us, and with a short quantum deciding
         // again could hand the CPU straight back.
         nosv_task* task = nullptr;
         WakeList wakes; // woken once this worker has nothing left to do
-        if (nosv_task* t = next_for_worker(self);
-            t && hand_to(self, t, true, wakes, &task) == AfterLeaving::Gone) {
+        if (nosv_task* t = ready_.next_for_worker(self);
+            t && handover_.hand_to(self, t, true, wakes, &task) == AfterLeaving::Gone) {
             workers_.return_to_pool(self);
             wakes.flush(*segment(), self.slot);
             continue;
@@ -44,7 +46,7 @@ void Runtime::worker_main(ThreadContext& self) {
         for (;;) {
             if (stopping()) break;
             if (!task) {
-                AfterLeaving how = leave_cpu(self, LeaveReason::Done, wakes, &task);
+                AfterLeaving how = handover_.leave_cpu(self, LeaveReason::Done, wakes, &task);
                 if (how == AfterLeaving::Gone) workers_.return_to_pool(self);
                 wakes.flush(*segment(), self.slot);
                 if (how == AfterLeaving::Gone || how == AfterLeaving::Pooled) break;
@@ -78,7 +80,7 @@ void Runtime::run_task(ThreadContext& self, nosv_task* task) {
         // A suspended body has not ended: it runs again later.
         if (task->type->end && !task->suspend.requested) task->type->end(task);
     }
-    if (self.window_size != 1) end_window(self); // the window ends with the body
+    if (self.window_size != 1) ready_.end_window(self); // the window ends with the body
     self.current = nullptr;
     task->thread = nullptr;
     if (task->suspend.requested) return suspend_after_body(self, task);

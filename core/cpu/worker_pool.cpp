@@ -71,7 +71,7 @@ void WorkerPool::return_to_pool(ThreadContext& self) {
 }
 
 void WorkerPool::finish(ThreadContext& self) {
-    rt_.return_batch(self);
+    rt_.ready_.return_batch(self);
     auto& sched = rt_.sched();
     WakeList wakes;
     {

@@ -199,7 +199,7 @@ COEXEC_HOST_API int coexec_host_reclaim_cpu(void) {
     RuntimeSection section;
     Runtime* rt = Runtime::get();
     ThreadContext* self = rt ? this_thread_context() : nullptr;
-    return self && self->current && rt->reclaim_cpu(*self) ? 1 : 0;
+    return self && self->current && rt->handover().reclaim_cpu(*self) ? 1 : 0;
 }
 
 COEXEC_HOST_API int coexec_host_take_lent_asleep(void) {

@@ -182,7 +182,7 @@ int Runtime::start(bool quiet) {
             CPU_SET(size_t(id), &process_mask_);
     set_affinity_compat(config_.affinity_compat);
     binding_.emplace(sched(), affinity_, config_.sched_batch);
-    queue_ = std::make_unique<ReadyQueue>(segment()->procs[proc()], cpu_count(), numa_count());
+    ready_.open();
     external_type_.label = "attached";
     external_type_.external = true;
     external_type_.magic = kTypeMagic;

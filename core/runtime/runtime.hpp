@@ -3,14 +3,16 @@
 //   WorkerPool   its worker threads (worker_pool.*);
 //   IdlePolicy   what a worker does with a CPU it has no work for;
 //   CpuBinding   kernel affinity, and CPUs kept or lent outside coexec;
-//   Preemption   the safety net for holders that never yield.
+//   Preemption   the safety net for holders that never yield;
+//   ReadyWork    the ready queue, task storage, batches and submit windows
+//                (tasks/ready_work.*);
+//   CpuHandover  how a thread leaves its CPU and gets one (cpu_handover.*).
 // It also uses the AffinityRegistry (affinity.hpp), the masks managed
 // threads show: a process-wide object that outlives the runtime, in which
 // the runtime lists its threads while they are managed.
-// Runtime itself keeps the process's ready queue and tasks; it enters and
-// leaves the instance and runs the monitor (runtime/runtime.cpp), and has the
-// scheduling points: how a thread leaves its CPU (cpu/scheduling.cpp), the
-// task operations behind the C API (tasks/task_ops.cpp; parallel tasks in
+// Runtime itself enters and leaves the instance and runs the monitor
+// (runtime/runtime.cpp), and has the task operations behind the C API
+// (tasks/task_ops.cpp; parallel tasks in
 // tasks/parallel_ops.cpp, suspensions in tasks/suspend.cpp, joinable tasks in
 // tasks/join.cpp), and the worker loop (cpu/worker_loop.cpp). Every
 // change to the segment goes through the scheduler.
@@ -18,17 +20,16 @@
 
 #include "config/config.hpp"
 #include "core/cpu/cpu_binding.hpp"
+#include "core/cpu/cpu_handover.hpp"
 #include "core/cpu/idle_policy.hpp"
 #include "core/cpu/preemption.hpp"
 #include "core/cpu/worker_pool.hpp"
 #include "core/interpose/affinity.hpp"
 #include "core/runtime/membership.hpp"
-#include "core/runtime/spin_lock.hpp"
 #include "core/runtime/thread_context.hpp"
 #include "core/runtime/thread_starts.hpp"
-#include "core/tasks/ready_queue.hpp"
+#include "core/tasks/ready_work.hpp"
 #include "core/tasks/task.hpp"
-#include "core/tasks/task_pool.hpp"
 
 #include <atomic>
 #include <memory>
@@ -80,20 +81,6 @@ class Runtime {
     int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
                bool keeps_affinity);
     int detach(ThreadContext& self, bool restore_affinity);
-    int block_enter(ThreadContext& self);
-    int lend_cpu(ThreadContext& self);
-    int keep_cpu(ThreadContext& self);
-    int lend_kept_cpu(ThreadContext& self);
-    int block_exit(ThreadContext& self);
-    // block_exit() only if that needs no wait: the CPU lent or kept is
-    // still the thread's. False (the thread stays outside) otherwise.
-    bool reclaim_cpu(ThreadContext& self);
-    // See coexec_cpu_wanted(): COEXEC_CPU_WANTED_* flags, 0 when none.
-    int cpu_wanted(const ThreadContext& self) const;
-    // See coexec_spare_cpus().
-    int spare_cpus() const;
-    // See coexec_quantum().
-    uint64_t quantum_ns() const;
     // Completes `task` if its last event is gone.
     void release_events(nosv_task* task, uint64_t count);
 
@@ -107,19 +94,10 @@ class Runtime {
     // completion's last access to the task, which the joiner may destroy.
     void finish_join(JoinState& join);
 
-    // ---- parallel tasks and the submit window (parallel_ops.cpp) ------
+    // ---- parallel tasks (parallel_ops.cpp) ----------------------------
     // nosv_cancel from the calling task: no execution of it starts from now
     // on. NOSV_ERR_INVALID_OPERATION when it was cancelled already.
     int cancel(ThreadContext& self);
-    // nosv_set_submit_window_size for the calling task (size > 0).
-    void set_submit_window(ThreadContext& self, size_t size);
-    // Makes the submits held in the calling thread's window ready (inline:
-    // most calls find it empty, on paths as hot as pause).
-    void flush_window(ThreadContext& self) {
-        if (!self.window.empty()) flush_held(self);
-    }
-    // The running body ends: its window is flushed and back to size 1.
-    void end_window(ThreadContext& self);
 
     // ---- nosv_suspend (suspend.cpp) -----------------------------------
     // Before a body runs: a fresh run's event count, or a resumed one's.
@@ -144,11 +122,11 @@ class Runtime {
     void host_program_thread(ThreadContext& self);
     void unhost_program_thread(ThreadContext& self);
 
-    scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
-    // Task storage: a task plus `metadata_size` bytes.
-    nosv_task* new_task(nosv_task_type* type, size_t metadata_size);
-    void delete_task(nosv_task* task);
     nosv_task_type* external_type() { return &external_type_; }
+    // The process's ready work and task storage.
+    ReadyWork& ready() { return ready_; }
+    // How threads leave and get CPUs, also around code of their own.
+    CpuHandover& handover() { return handover_; }
 
     ~Runtime();
 
@@ -159,7 +137,9 @@ class Runtime {
 
     Runtime()
         : affinity_(AffinityRegistry::instance()), idle_(*this), workers_(*this),
-          preemption_(*this), suspend_timers_(thread_starts_) {}
+          preemption_(*this), ready_(member_, workers_),
+          handover_(member_, ready_, workers_, binding_, stopping_),
+          suspend_timers_(thread_starts_) {}
     int start(bool quiet);
     // Reports why start() fails (printed unless quiet) and keeps it.
     void fail_reason(const std::string& why, bool quiet);
@@ -171,77 +151,6 @@ class Runtime {
     scheduler::SharedScheduler& sched() const { return member_.scheduler(); }
     int32_t proc() const { return member_.proc(); }
     bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-
-    // ---- ready work (scheduling.cpp) ----------------------------------
-    // Queues a ready task and makes sure some CPU will pick it up.
-    void make_ready(nosv_task* task, bool front);
-    // Gives an unheld CPU to this process's work when one exists.
-    void kick(const scheduler::Placement& where);
-    // For a task that lives on its own thread (attached, or resumed): when
-    // a CPU is unheld it goes straight to that thread, and the task is not
-    // queued. Returns false when it did nothing (no CPU is unheld).
-    bool give_directly(nosv_task* task, const scheduler::Placement& where, bool front);
-    nosv_task* pop_own(int cpu);
-    // A submitted task becomes ready: all its executions for a parallel
-    // one (make_ready_parallel), else make_ready().
-    void ready_submitted(nosv_task* task, bool front);
-    void make_ready_parallel(nosv_task* task);
-    void flush_held(ThreadContext& self);
-    // Under queue_lock_. Whether the caller, who popped `t`, may hand it on:
-    // false when a direct grant reached the task's thread first.
-    bool claimed_by_us(nosv_task* t);
-    // Under queue_lock_. Queues a task that lives on its own thread; as the
-    // only ready item of the process, it lets a CPU granted to the process
-    // (by another, or by a CPU of its own going free) reach the thread
-    // directly (ProcessTable::open_receiver()).
-    void queue_own_task(nosv_task* task, const scheduler::Placement& where, bool front);
-    // After a grant: a direct one leaves the thread's own task queued; take
-    // it out.
-    void withdraw_if_granted(ThreadContext& self);
-    // The next task for a free worker: its batch, else the queue (refilling
-    // the batch when the queue is long).
-    nosv_task* next_for_worker(ThreadContext& self);
-    void return_batch(ThreadContext& self);
-
-    // ---- leaving and getting a CPU (scheduling.cpp) -------------------
-    // What the caller should do after leaving its CPU.
-    // Continue: the caller keeps the CPU. Gone: the CPU went to another
-    // thread. Pooled: it went to another process and the caller (a free
-    // worker) is already back in the pool. Holding: the caller keeps the
-    // CPU idle.
-    enum class AfterLeaving { Continue, Gone, Pooled, Holding };
-    // Why the caller leaves its CPU.
-    enum class LeaveReason {
-        Done,  // a free worker between tasks: it may get the next task back
-        Block, // its task stops; it is made ready only after the thread left
-        Yield, // as Block, but the caller keeps the CPU if nothing else wants it
-    };
-    // The caller is leaving its CPU. Only a free worker (Done) gets a task
-    // back, in `*next`, and then Continues. The threads the CPU went to are
-    // in `wakes`: the caller wakes them once it has nothing left to do but
-    // sleep (woken earlier, one would preempt it on this CPU, and the caller
-    // would stay runnable without a CPU until the kernel ran it again).
-    AfterLeaving leave_cpu(ThreadContext& self, LeaveReason why, scheduler::WakeList& wakes,
-                           nosv_task** next = nullptr);
-    AfterLeaving hand_to(ThreadContext& self, nosv_task* task, bool can_run,
-                         scheduler::WakeList& wakes, nosv_task** next);
-    AfterLeaving go_unheld(ThreadContext& self, bool can_run, scheduler::WakeList& wakes);
-    // Whether `self` is the Running holder of `cpu` (for assertions).
-    bool holds(const ThreadContext& self, int32_t cpu) const;
-    // Blocks until the thread is granted a CPU; returns it, or kNone when
-    // the runtime stops.
-    int32_t wait_for_cpu(ThreadContext& self);
-    // The caller's thread leaves its CPU (Block or Yield). Its task may be
-    // made ready again only after this: made ready while the thread still
-    // held a CPU, it could be granted a second one. False if a Yield found
-    // nothing else for the CPU and kept it. The CPU's next holder is in
-    // `wakes`, as for leave_cpu().
-    bool step_off_cpu(ThreadContext& self, LeaveReason why, scheduler::WakeList& wakes);
-    // After step_off_cpu() and once the caller's task is ready: wakes the
-    // threads in `wakes`, then waits for the CPU granted to the caller.
-    void step_on_cpu(ThreadContext& self, scheduler::WakeList& wakes);
-    // The caller's task stops running and the thread leaves coexec's view.
-    void step_out(ThreadContext& self);
 
     // ---- workers (worker_loop.cpp) -----------------------------------
     void worker_main(ThreadContext& self);
@@ -259,11 +168,14 @@ class Runtime {
     // The mask workers show: the init thread's at nosv_init.
     cpu_set_t process_mask_{};
     Membership member_;
+    std::atomic<bool> stopping_{false};
     std::optional<CpuBinding> binding_; // made once the process is a member
     IdlePolicy idle_;
     ThreadStarts thread_starts_; // of workers_, monitor_ and suspend_timers_
     WorkerPool workers_;
     Preemption preemption_;
+    ReadyWork ready_;
+    CpuHandover handover_;
     // The slot of the program thread coexec hosts (the main thread), or
     // kNone. Written by that thread, read by the monitor (relaxed: a stale
     // read only delays or skips one request of the safety net, whose
@@ -273,11 +185,6 @@ class Runtime {
     // its CPU, taken by the thread's handler (Preemption).
     std::atomic<bool> program_lend_asked_{false};
 
-    SpinLock queue_lock_;
-    std::unique_ptr<ReadyQueue> queue_;
-
-    TaskPool task_pool_;
-    std::atomic<bool> stopping_{false};
     std::thread monitor_;
     nosv_task_type external_type_;
     SuspendTimers suspend_timers_; // TIMEOUT_SUBMIT suspensions (suspend.cpp)

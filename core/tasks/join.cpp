@@ -21,6 +21,7 @@ namespace coexec::core {
 
 using namespace coexec::shm;
 using scheduler::WakeList;
+using LeaveReason = CpuHandover::LeaveReason;
 
 namespace {
 
@@ -135,7 +136,7 @@ int Runtime::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
             // word, and makes itself ready again once done or timed out.
             caller->status.relabel(TaskState::Waiting);
             WakeList wakes;
-            step_off_cpu(*self, LeaveReason::Block, wakes);
+            handover_.step_off_cpu(*self, LeaveReason::Block, wakes);
             wakes.flush(*segment(), self->slot);
             const ThreadSlot& th = segment()->threads[self->slot];
             for (;;) {
@@ -148,8 +149,8 @@ int Runtime::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
                                           deadline == kForever ? 0 : deadline - now);
             }
             caller->status.relabel(TaskState::Ready);
-            make_ready(caller, true);
-            step_on_cpu(*self, wakes); // nothing left to wake
+            ready_.make_ready(caller, true);
+            handover_.step_on_cpu(*self, wakes); // nothing left to wake
             caller->status.relabel(TaskState::Running);
         } else {
             ThreadJoiners& j = thread_joiners();

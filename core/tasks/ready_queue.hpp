@@ -1,7 +1,7 @@
 // The process's ready tasks, by priority and placement. push_unplaced() and
 // push_preempted() are thread-safe and lock-free (they link the task onto a
 // stack that the other members drain); every other member must run under
-// the runtime's queue lock (Runtime::queue_lock_). Every push, pop and
+// the queue lock of ready work (ReadyWork::queue_lock_). Every push, pop and
 // external count is mirrored in the process's Demand, so that other
 // processes see its demand.
 #pragma once

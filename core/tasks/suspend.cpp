@@ -99,7 +99,8 @@ void Runtime::begin_body(nosv_task* task) {
 }
 
 void Runtime::resume_suspended(nosv_task* task) {
-    if (task->status.transition(TaskState::Suspended, TaskState::Ready)) make_ready(task, true);
+    if (task->status.transition(TaskState::Suspended, TaskState::Ready))
+        ready_.make_ready(task, true);
 }
 
 bool Runtime::discard_suspended(nosv_task* task) {
@@ -119,7 +120,7 @@ void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
     t->deadline.clear(); // a wake no waitfor used does not reach the next run
     switch (static_cast<nosv_suspend_mode_t>(s.mode)) {
     case NOSV_SUSPEND_MODE_NONE:
-        if (!t->status.suspend()) make_ready(t, true); // a submit came while it ran
+        if (!t->status.suspend()) ready_.make_ready(t, true); // a submit came while it ran
         return;
     case NOSV_SUSPEND_MODE_SUBMIT: {
         const bool fresh_on_worker = t->status.state() == TaskState::Ready;
@@ -130,13 +131,12 @@ void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
         // the queue. args 1: behind every ready task, as nosv_yield.
         const bool next_here =
             s.args == 0 && fresh_on_worker && self.worker && self.cpu != kNone && !self.immediate &&
-            placement_of(t->affinity).allows(segment()->cpus[self.cpu], self.cpu);
+            ready_.placement_of(t->affinity).allows(segment()->cpus[self.cpu], self.cpu);
         if (next_here) {
             self.immediate = t;
-            std::lock_guard guard(queue_lock_);
-            queue_->count_external({Placement::Kind::Cpu, self.cpu, true}, +1);
+            ready_.count_successor(self.cpu, +1);
         } else {
-            make_ready(t, s.args == 0);
+            ready_.make_ready(t, s.args == 0);
         }
         return;
     }
@@ -149,11 +149,11 @@ void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
         if (armed == SuspendTimers::Armed::Armed) return;
         s.timer = false;
         if (armed == SuspendTimers::Armed::NotSuspended) {
-            make_ready(t, true); // a submit came while it ran
+            ready_.make_ready(t, true); // a submit came while it ran
         } else if (t->status.suspend()) {
             resume_suspended(t); // no timer thread: resumed at once
         } else {
-            make_ready(t, true);
+            ready_.make_ready(t, true);
         }
         return;
     }
@@ -174,7 +174,7 @@ bool Runtime::resume_after_events(nosv_task* task) {
     if (!std::exchange(task->suspend.event_wait, false)) return false;
     task->events.store(1, std::memory_order_relaxed); // the next run's own count
     task->status.reset(TaskState::Ready);
-    make_ready(task, true);
+    ready_.make_ready(task, true);
     return true;
 }
 

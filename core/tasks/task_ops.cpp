@@ -16,28 +16,11 @@ namespace coexec::core {
 using namespace coexec::shm;
 using scheduler::Placement;
 using scheduler::WakeList;
+using LeaveReason = CpuHandover::LeaveReason;
 
 namespace {
 constexpr auto acq = std::memory_order_acquire;
 } // namespace
-
-nosv_task* Runtime::new_task(nosv_task_type* type, size_t metadata_size) {
-    void* mem = task_pool_.allocate(sizeof(nosv_task) + metadata_size);
-    if (!mem) return nullptr;
-    auto* t = new (mem) nosv_task;
-    t->type = type;
-    t->metadata_size = static_cast<uint16_t>(metadata_size);
-    if (metadata_size) std::memset(t->metadata(), 0, metadata_size);
-    t->magic = kTaskMagic;
-    return t;
-}
-
-void Runtime::delete_task(nosv_task* t) {
-    size_t bytes = sizeof(nosv_task) + t->metadata_size;
-    t->magic = 0;
-    t->~nosv_task();
-    task_pool_.release(t, bytes);
-}
 
 int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
@@ -52,7 +35,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
         if (flags & NOSV_SUBMIT_BLOCKING) t->blocking_waiter = nullptr; // inline already waits
         // Degree 1 here (the C API refuses more): arm() makes it ordinary.
         if (t->par.flagged() || t->par.degree() < 0) t->par.arm();
-        flush_window(*self); // as in nOS-V: what the caller held back goes first
+        ready_.flush_window(*self); // as in nOS-V: what the caller held back goes first
         // The inline task has a window of its own (size 1 unless it sets one).
         const uint32_t caller_window = std::exchange(self->window_size, 1);
         run_task(*self, t);
@@ -105,39 +88,38 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     // which becomes an ordinary ready task.
     bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->cpu != kNone && !t->thread &&
                      !t->par.active() &&
-                     placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
+                     ready_.placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
     if (immediate) {
         if (nosv_task* earlier = std::exchange(self->immediate, t)) {
-            make_ready(earlier, false); // the CPU's count of waiting work stays
+            ready_.make_ready(earlier, false); // the CPU's count of waiting work stays
         } else {
-            std::lock_guard guard(queue_lock_);
-            queue_->count_external({Placement::Kind::Cpu, self->cpu, true}, +1);
+            ready_.count_successor(self->cpu, +1);
         }
     } else if (caller && self->window_size > 1 && !(flags & NOSV_SUBMIT_BLOCKING)) {
         // The calling task's submit window holds it until it is full (or
         // flushed: nosv_flush_submit_window, or the task leaves its CPU).
         self->window.emplace_back(t, flags & NOSV_SUBMIT_UNLOCKED);
-        if (self->window.size() >= self->window_size) flush_window(*self);
+        if (self->window.size() >= self->window_size) ready_.flush_window(*self);
     } else if (t->par.active()) {
-        make_ready_parallel(t);
+        ready_.make_ready_parallel(t);
     } else {
-        make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
+        ready_.make_ready(t, flags & NOSV_SUBMIT_UNLOCKED);
     }
     if (flags & NOSV_SUBMIT_BLOCKING) return pause(*self);
     return NOSV_SUCCESS;
 }
 
 int Runtime::pause(ThreadContext& self) {
-    flush_window(self); // held submits must not wait for this task
+    ready_.flush_window(self); // held submits must not wait for this task
     nosv_task* t = self.current;
     // A submit that arrived before the pause paid for it.
     if (t->status.pay()) return NOSV_SUCCESS;
     // The task stays Running until the thread is off its CPU: a submit
     // meanwhile is banked, and we make the task ready ourselves.
     WakeList wakes;
-    step_off_cpu(self, LeaveReason::Block, wakes);
-    if (!t->status.park()) make_ready(t, true);
-    step_on_cpu(self, wakes);
+    handover_.step_off_cpu(self, LeaveReason::Block, wakes);
+    if (!t->status.park()) ready_.make_ready(t, true);
+    handover_.step_on_cpu(self, wakes);
     t->status.relabel(TaskState::Running);
     return NOSV_SUCCESS;
 }
@@ -148,14 +130,14 @@ int Runtime::yield(ThreadContext& self) {
         !sched().policy().foreign_work(proc(), c))
         return NOSV_SUCCESS;
     WakeList wakes;
-    if (!step_off_cpu(self, LeaveReason::Yield, wakes)) {
+    if (!handover_.step_off_cpu(self, LeaveReason::Yield, wakes)) {
         wakes.flush(*segment(), self.slot);
         return NOSV_SUCCESS;
     }
     // The task stays Running while it waits: a submit meanwhile is banked,
     // and its next pause returns at once.
-    make_ready(self.current, false);
-    step_on_cpu(self, wakes);
+    ready_.make_ready(self.current, false);
+    handover_.step_on_cpu(self, wakes);
     return NOSV_SUCCESS;
 }
 
@@ -171,16 +153,12 @@ int Runtime::schedpoint(ThreadContext& self) {
     // higher-priority task goes first at once.
     if (!sched().policy().has_work(proc(), c)) return NOSV_SUCCESS;
     if (sched().cpus().stint_over(c, now_ns())) return yield(self);
-    bool higher;
-    {
-        std::lock_guard guard(queue_lock_);
-        higher = queue_->top_priority(c, numa_of_cpu(c)) > self.current->priority;
-    }
+    const bool higher = ready_.top_priority(c) > self.current->priority;
     return higher ? yield(self) : NOSV_SUCCESS;
 }
 
 int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
-    flush_window(self);
+    ready_.flush_window(self);
     nosv_task* t = self.current;
     const uint64_t start = now_ns();
     // A DEADLINE_WAKE that came before (even before the task ran) ends this
@@ -192,7 +170,7 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     const uint64_t deadline = start + ns;
     t->status.relabel(TaskState::Waiting);
     WakeList wakes;
-    step_off_cpu(self, LeaveReason::Block, wakes);
+    handover_.step_off_cpu(self, LeaveReason::Block, wakes);
     wakes.flush(*segment(), self.slot);
     // A DEADLINE_WAKE only marks the word and wakes us: we make the task
     // ready ourselves, now that we are off the CPU.
@@ -213,8 +191,8 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
         sched().procs().wait_word(self.slot, seq, deadline - now);
     }
     t->status.relabel(TaskState::Ready);
-    make_ready(t, woken);
-    step_on_cpu(self, wakes); // nothing left to wake
+    ready_.make_ready(t, woken);
+    handover_.step_on_cpu(self, wakes); // nothing left to wake
     t->status.relabel(TaskState::Running);
     if (actual_ns) *actual_ns = now_ns() - start;
     return NOSV_SUCCESS;
@@ -229,7 +207,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     // label is the attach label (as nosv_get_task_type_label reports it).
     ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
     if (label) ctx->attach_type->label = label;
-    nosv_task* t = new_task(ctx->attach_type.get(), 0);
+    nosv_task* t = ready_.new_task(ctx->attach_type.get(), 0);
     if (!t) return NOSV_ERR_OUT_OF_MEMORY;
     // From here on the thread shows the mask it has now (the kernel's: the
     // system call, not libcoexec's own sched_getaffinity). Listed before its
@@ -247,7 +225,7 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     wakes.flush(*segment());
     if (ctx->slot == kNone) {
         affinity_.remove(ctx->affinity, AffinityRegistry::Restore::no);
-        delete_task(t);
+        ready_.delete_task(t);
         return NOSV_ERR_OUT_OF_MEMORY;
     }
     if (affinity) t->affinity = *affinity;
@@ -259,18 +237,18 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     ThreadContext* raw = ctx.release();
     this_thread_context() = raw;
     binding_->adopt(*raw);
-    make_ready(t, false);
-    wait_for_cpu(*raw);
+    ready_.make_ready(t, false);
+    handover_.wait_for_cpu(*raw);
     t->status.relabel(TaskState::Running);
     *out = t;
     return NOSV_SUCCESS;
 }
 
 int Runtime::detach(ThreadContext& self, bool restore_affinity) {
-    flush_window(self);
+    ready_.flush_window(self);
     nosv_task* t = self.current;
     WakeList wakes;
-    if (self.cpu != kNone) leave_cpu(self, LeaveReason::Block, wakes);
+    if (self.cpu != kNone) handover_.leave_cpu(self, LeaveReason::Block, wakes);
     {
         // Also a CPU the thread still keeps or lends (detached between
         // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
@@ -289,90 +267,9 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
         how = !self.keeps_affinity || self.pinned ? Restore::yes : Restore::if_changed;
     affinity_.remove(self.affinity, how);
     binding_->release(self);
-    delete_task(t);
+    ready_.delete_task(t);
     this_thread_context() = nullptr;
     delete &self;
-    return NOSV_SUCCESS;
-}
-
-int Runtime::block_enter(ThreadContext& self) {
-    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
-    step_out(self);
-    // Outside coexec a mask the thread sets itself goes to the kernel
-    // (block_exit then forgets the binding). Until it does, the thread stays
-    // bound to this CPU, so a grant of the same CPU needs no system call,
-    // and the CPU is the one it asks for first when it comes back.
-    binding_->unpin(self);
-    self.own_affinity_applies = true;
-    WakeList wakes;
-    leave_cpu(self, LeaveReason::Block, wakes);
-    wakes.flush(*segment(), self.slot);
-    self.cpu = kNone;
-    return NOSV_SUCCESS;
-}
-
-int Runtime::lend_cpu(ThreadContext& self) {
-    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
-    // Work already waiting for this CPU (or a successor of ours) gets it now.
-    if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
-    step_out(self);
-    binding_->lend(self);
-    // Still bound to its CPU: only a thread that keeps its affinity runs
-    // with its own, and may change it, outside coexec.
-    self.own_affinity_applies = self.keeps_affinity;
-    return NOSV_SUCCESS;
-}
-
-int Runtime::keep_cpu(ThreadContext& self) {
-    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
-    // A successor or a batch of ours must not wait behind code of the user.
-    if (self.immediate || self.has_batch()) return block_enter(self);
-    step_out(self);
-    binding_->keep(self);
-    self.own_affinity_applies = self.keeps_affinity; // as for lend_cpu
-    return NOSV_SUCCESS;
-}
-
-int Runtime::lend_kept_cpu(ThreadContext& self) {
-    if (self.cpu != kNone || self.current->status.state() != TaskState::Blocked)
-        return NOSV_ERR_INVALID_OPERATION;
-    // Lent, blocked, or a keep already taken: nothing is held back.
-    if (self.kept_cpu != kNone) binding_->lend_kept(self);
-    return NOSV_SUCCESS;
-}
-
-void Runtime::step_out(ThreadContext& self) {
-    self.current->status.relabel(TaskState::Blocked);
-    workers_.blocked(self);
-}
-
-bool Runtime::reclaim_cpu(ThreadContext& self) {
-    nosv_task* t = self.current;
-    if (t->status.state() != TaskState::Blocked) return false;
-    // Back in coexec, which binds the thread: a mask it sets is remembered.
-    // (Set before the reclaim, whose binding the forget would undo; a
-    // thread whose reclaim fails goes on to block_exit() and no affinity
-    // call in between.)
-    self.own_affinity_applies = false;
-    if (std::exchange(self.affinity.applied_outside, false)) binding_->forget(self);
-    // The cheap way back: no hand-off, no wake-up. A failed reclaim leaves
-    // nothing to reclaim, so block_exit() then goes the slow way.
-    if (!binding_->reclaim(self)) return false;
-    workers_.unblocked(self);
-    t->status.relabel(TaskState::Running);
-    return true;
-}
-
-int Runtime::block_exit(ThreadContext& self) {
-    nosv_task* t = self.current;
-    if (t->status.state() != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
-    if (reclaim_cpu(self)) return NOSV_SUCCESS;
-    if (!t->status.transition(TaskState::Blocked, TaskState::Ready))
-        return NOSV_ERR_INVALID_OPERATION;
-    make_ready(t, true);
-    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
-    workers_.unblocked(self);
-    t->status.relabel(TaskState::Running);
     return NOSV_SUCCESS;
 }
 

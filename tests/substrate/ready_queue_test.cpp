@@ -195,7 +195,7 @@ TEST_F(QueueTest, BatchesTakeOnlyFreshUnplacedTasksAndLeaveAShare) {
 
 // A task on its own thread may have been granted a CPU directly by another
 // process while queued: it must reach its popper alone, never as the extra
-// of a batch, so the popper can check that claim (Runtime::claimed_by_us).
+// of a batch, so the popper can check that claim (ReadyWork::claimed_by_us).
 TEST_F(QueueTest, ATaskOnItsOwnThreadIsNeverPoppedInABatch) {
     coexec::core::ThreadContext thread;
     std::vector<nosv_task> many(40);
