@@ -34,9 +34,9 @@ bool valid_affinity(const Runtime& rt, const nosv_affinity_t& a) {
     case NOSV_AFFINITY_LEVEL_USER_COMPLEX:
         return true;
     case NOSV_AFFINITY_LEVEL_CPU:
-        return rt.logical_cpu(int(a.index)) >= 0;
+        return rt.membership().logical_cpu(int(a.index)) >= 0;
     case NOSV_AFFINITY_LEVEL_NUMA:
-        return rt.logical_numa(int(a.index)) >= 0;
+        return rt.membership().logical_numa(int(a.index)) >= 0;
     }
     return false;
 }
@@ -122,7 +122,8 @@ COEXEC_API int nosv_destroy(nosv_task_t task, nosv_flags_t flags) {
     // yet, and the runtime still refers to it. A suspended task may go, as
     // in nOS-V: nothing refers to it once its timer is cancelled.
     const TaskState state = task->status.state();
-    if (state == TaskState::Suspended ? !rt->discard_suspended(task) : state != TaskState::Created)
+    if (state == TaskState::Suspended ? !rt->tasks().discard_suspended(task)
+                                      : state != TaskState::Created)
         return NOSV_ERR_BUSY;
     rt->ready().delete_task(task);
     return NOSV_SUCCESS;
@@ -149,7 +150,7 @@ COEXEC_API int nosv_submit(nosv_task_t task, nosv_flags_t flags) {
     // it): a blocked caller, outside coexec, has none.
     if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && blocked(this_thread_context()))
         return NOSV_ERR_OUTSIDE_TASK;
-    return rt->submit(task, flags);
+    return rt->tasks().submit(task, flags);
 }
 
 COEXEC_API int nosv_pause(nosv_flags_t flags) {
@@ -158,7 +159,7 @@ COEXEC_API int nosv_pause(nosv_flags_t flags) {
     if (c.error) return c.error;
     if (flags != NOSV_PAUSE_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    return c.rt->pause(*c.self);
+    return c.rt->tasks().pause(*c.self);
 }
 
 COEXEC_API int nosv_yield(nosv_flags_t flags) {
@@ -168,7 +169,7 @@ COEXEC_API int nosv_yield(nosv_flags_t flags) {
     if (flags & ~NOSV_YIELD_NOFLUSH) return NOSV_ERR_INVALID_PARAMETER;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
     if (!(flags & NOSV_YIELD_NOFLUSH)) c.rt->ready().flush_window(*c.self);
-    return c.rt->yield(*c.self);
+    return c.rt->tasks().yield(*c.self);
 }
 
 COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
@@ -178,7 +179,7 @@ COEXEC_API int nosv_schedpoint(nosv_flags_t flags) {
     if (flags != NOSV_SCHEDPOINT_NONE) return NOSV_ERR_INVALID_PARAMETER;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
     c.rt->ready().flush_window(*c.self);
-    return c.rt->schedpoint(*c.self);
+    return c.rt->tasks().schedpoint(*c.self);
 }
 
 COEXEC_API int nosv_waitfor(uint64_t target_ns, uint64_t* actual_ns) {
@@ -186,7 +187,7 @@ COEXEC_API int nosv_waitfor(uint64_t target_ns, uint64_t* actual_ns) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (in_parallel_execution(c.self)) return NOSV_ERR_INVALID_OPERATION;
-    return c.rt->waitfor(*c.self, target_ns, actual_ns);
+    return c.rt->tasks().waitfor(*c.self, target_ns, actual_ns);
 }
 
 COEXEC_API int nosv_increase_event_counter(uint64_t increment) {
@@ -205,7 +206,7 @@ COEXEC_API int nosv_decrease_event_counter(nosv_task_t task, uint64_t decrement)
     if (!valid(task) || decrement == 0) return NOSV_ERR_INVALID_PARAMETER;
     if (decrement > task->events.load(std::memory_order_relaxed)) return NOSV_ERR_INVALID_OPERATION;
     task->had_events = true;
-    rt->release_events(task, decrement);
+    rt->tasks().release_events(task, decrement);
     return NOSV_SUCCESS;
 }
 

@@ -34,7 +34,7 @@ int join_tasks(nosv_task_t* tasks, void** results, size_t n, uint64_t timeout, b
         if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
             return NOSV_ERR_INVALID_PARAMETER;
     }
-    if (int rc = rt->join_wait(tasks, n, timeout); rc != NOSV_SUCCESS) return rc;
+    if (int rc = rt->tasks().join_wait(tasks, n, timeout); rc != NOSV_SUCCESS) return rc;
     if (!join) return NOSV_SUCCESS;
     // Complete: the runtime no longer refers to the tasks (JoinState::complete).
     for (size_t i = 0; i < n; ++i) {

@@ -43,7 +43,7 @@ COEXEC_API int nosv_cancel(nosv_flags_t flags) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (flags != NOSV_CANCEL_NONE) return NOSV_ERR_INVALID_PARAMETER;
-    return c.rt->cancel(*c.self);
+    return c.rt->tasks().cancel(*c.self);
 }
 
 COEXEC_API int nosv_set_submit_window_size(size_t submit_window_size) {

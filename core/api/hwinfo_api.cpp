@@ -33,8 +33,8 @@ int* as_array(const std::vector<int>& v) {
 // System ids of the distinct cores, in CPU order.
 std::vector<int> cores(const Runtime& rt) {
     std::vector<int> out;
-    for (int c = 0; c < rt.cpu_count(); ++c) {
-        int core = rt.segment()->cpus[c].core;
+    for (int c = 0; c < rt.membership().cpu_count(); ++c) {
+        int core = rt.membership().segment().cpus[c].core;
         if (std::find(out.begin(), out.end(), core) == out.end()) out.push_back(core);
     }
     return out;
@@ -44,12 +44,12 @@ std::vector<int> cores(const Runtime& rt) {
 
 COEXEC_API int nosv_get_num_cpus(void) {
     Runtime* rt = Runtime::get();
-    return rt ? rt->cpu_count() : NOSV_ERR_NOT_INITIALIZED;
+    return rt ? rt->membership().cpu_count() : NOSV_ERR_NOT_INITIALIZED;
 }
 
 COEXEC_API int* nosv_get_available_cpus(void) {
     Runtime* rt = Runtime::get();
-    return rt ? as_array(rt->cpu_system_ids()) : nullptr;
+    return rt ? as_array(rt->membership().cpu_system_ids()) : nullptr;
 }
 
 COEXEC_API int nosv_get_current_logical_cpu(void) {
@@ -58,50 +58,50 @@ COEXEC_API int nosv_get_current_logical_cpu(void) {
 
 COEXEC_API int nosv_get_current_system_cpu(void) {
     int c = current_cpu();
-    return c < 0 ? c : Runtime::get()->cpu_system_ids()[size_t(c)];
+    return c < 0 ? c : Runtime::get()->membership().cpu_system_ids()[size_t(c)];
 }
 
 COEXEC_API int nosv_get_num_numa_nodes(void) {
     Runtime* rt = Runtime::get();
-    return rt ? rt->numa_count() : NOSV_ERR_NOT_INITIALIZED;
+    return rt ? rt->membership().numa_count() : NOSV_ERR_NOT_INITIALIZED;
 }
 
 COEXEC_API int* nosv_get_available_numa_nodes(void) {
     Runtime* rt = Runtime::get();
-    return rt ? as_array(rt->numa_system_ids()) : nullptr;
+    return rt ? as_array(rt->membership().numa_system_ids()) : nullptr;
 }
 
 COEXEC_API int nosv_get_current_logical_numa_node(void) {
     int c = current_cpu();
-    return c < 0 ? c : Runtime::get()->numa_of_cpu(c);
+    return c < 0 ? c : Runtime::get()->membership().numa_of_cpu(c);
 }
 
 COEXEC_API int nosv_get_current_system_numa_node(void) {
     int c = current_cpu();
-    return c < 0 ? c : Runtime::get()->segment()->cpus[c].system_numa;
+    return c < 0 ? c : Runtime::get()->membership().segment().cpus[c].system_numa;
 }
 
 COEXEC_API int nosv_get_system_numa_id(int logical) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    if (logical < 0 || logical >= rt->numa_count()) return NOSV_ERR_INVALID_PARAMETER;
-    return rt->numa_system_ids()[size_t(logical)];
+    if (logical < 0 || logical >= rt->membership().numa_count()) return NOSV_ERR_INVALID_PARAMETER;
+    return rt->membership().numa_system_ids()[size_t(logical)];
 }
 
 COEXEC_API int nosv_get_logical_numa_id(int system) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    int l = rt->logical_numa(system);
+    int l = rt->membership().logical_numa(system);
     return l < 0 ? NOSV_ERR_INVALID_PARAMETER : l;
 }
 
 COEXEC_API int nosv_get_num_cpus_in_numa(int system) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    if (rt->logical_numa(system) < 0) return NOSV_ERR_INVALID_PARAMETER;
+    if (rt->membership().logical_numa(system) < 0) return NOSV_ERR_INVALID_PARAMETER;
     int n = 0;
-    for (int c = 0; c < rt->cpu_count(); ++c)
-        n += rt->segment()->cpus[c].system_numa == system;
+    for (int c = 0; c < rt->membership().cpu_count(); ++c)
+        n += rt->membership().segment().cpus[c].system_numa == system;
     return n;
 }
 
@@ -112,13 +112,13 @@ COEXEC_API int nosv_get_num_domains(nosv_topo_level_t level) {
     case NOSV_TOPO_LEVEL_NODE:
         return 1;
     case NOSV_TOPO_LEVEL_NUMA:
-        return rt->numa_count();
+        return rt->membership().numa_count();
     case NOSV_TOPO_LEVEL_COMPLEX_SET:
-        return rt->numa_count(); // one set per NUMA node
+        return rt->membership().numa_count(); // one set per NUMA node
     case NOSV_TOPO_LEVEL_CORE:
         return int(cores(*rt).size());
     case NOSV_TOPO_LEVEL_CPU:
-        return rt->cpu_count();
+        return rt->membership().cpu_count();
     default:
         return NOSV_ERR_INVALID_PARAMETER;
     }
@@ -132,11 +132,11 @@ COEXEC_API int* nosv_get_available_domains(nosv_topo_level_t level) {
         return as_array({0});
     case NOSV_TOPO_LEVEL_NUMA:
     case NOSV_TOPO_LEVEL_COMPLEX_SET:
-        return as_array(rt->numa_system_ids());
+        return as_array(rt->membership().numa_system_ids());
     case NOSV_TOPO_LEVEL_CORE:
         return as_array(cores(*rt));
     case NOSV_TOPO_LEVEL_CPU:
-        return as_array(rt->cpu_system_ids());
+        return as_array(rt->membership().cpu_system_ids());
     default:
         return nullptr;
     }
@@ -151,10 +151,11 @@ COEXEC_API int nosv_get_current_logical_domain(nosv_topo_level_t level) {
         return 0;
     case NOSV_TOPO_LEVEL_NUMA:
     case NOSV_TOPO_LEVEL_COMPLEX_SET:
-        return rt->numa_of_cpu(c);
+        return rt->membership().numa_of_cpu(c);
     case NOSV_TOPO_LEVEL_CORE: {
         auto ids = cores(*rt);
-        return int(std::find(ids.begin(), ids.end(), rt->segment()->cpus[c].core) - ids.begin());
+        return int(std::find(ids.begin(), ids.end(), rt->membership().segment().cpus[c].core) -
+                   ids.begin());
     }
     case NOSV_TOPO_LEVEL_CPU:
         return c;
@@ -166,7 +167,7 @@ COEXEC_API int nosv_get_current_logical_domain(nosv_topo_level_t level) {
 COEXEC_API int nosv_get_current_system_domain(nosv_topo_level_t level) {
     int c = current_cpu();
     if (c < 0) return c;
-    const auto& slot = Runtime::get()->segment()->cpus[c];
+    const auto& slot = Runtime::get()->membership().segment().cpus[c];
     switch (level) {
     case NOSV_TOPO_LEVEL_NODE:
         return 0;
@@ -186,8 +187,8 @@ COEXEC_API int nosv_get_num_cpus_in_domain(nosv_topo_level_t level, int sid) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     int n = 0;
-    for (int c = 0; c < rt->cpu_count(); ++c) {
-        const auto& slot = rt->segment()->cpus[c];
+    for (int c = 0; c < rt->membership().cpu_count(); ++c) {
+        const auto& slot = rt->membership().segment().cpus[c];
         switch (level) {
         case NOSV_TOPO_LEVEL_NODE:
             n += sid == 0;

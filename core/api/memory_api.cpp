@@ -37,7 +37,7 @@ COEXEC_API int nosv_memory_get_used(size_t* used) {
     if (!used) return NOSV_ERR_INVALID_PARAMETER;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    const Segment& s = *rt->segment();
+    const Segment& s = rt->membership().segment();
     const Occupancy o = occupancy(s);
     const size_t bytes = sizeof(Header) + size_t(s.header.cpu_count) * sizeof(CpuSlot) +
                          size_t(o.procs) * sizeof(ProcSlot) +
@@ -50,7 +50,7 @@ COEXEC_API int nosv_memory_get_size(size_t* size) {
     if (!size) return NOSV_ERR_INVALID_PARAMETER;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    *size = size_t(rt->segment()->header.total_size);
+    *size = size_t(rt->membership().segment().header.total_size);
     return NOSV_SUCCESS;
 }
 
@@ -58,7 +58,7 @@ COEXEC_API int nosv_memory_get_pressure(float* pressure) {
     if (!pressure) return NOSV_ERR_INVALID_PARAMETER;
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
-    const Segment& s = *rt->segment();
+    const Segment& s = rt->membership().segment();
     const Occupancy o = occupancy(s);
     const float procs = float(o.procs) / float(std::max(1, s.header.max_procs));
     const float threads = float(o.threads) / float(std::max(1, s.header.max_threads));

@@ -1,6 +1,6 @@
 #include "core/cpu/idle_policy.hpp"
 
-#include "core/runtime/runtime.hpp"
+#include "core/cpu/cpu_handover.hpp"
 
 namespace coexec::core {
 
@@ -21,18 +21,19 @@ inline void cpu_relax() {
 } // namespace
 
 bool IdlePolicy::hold(ThreadContext& self) {
-    Segment& s = *rt_.segment();
-    auto& sched = rt_.sched();
+    Segment& s = member_.segment();
+    auto& sched = member_.scheduler();
     const ThreadSlot& th = s.threads[self.slot];
     const auto policy = config::GovernorPolicy(s.header.config.governor_policy);
     uint64_t spins = policy == config::GovernorPolicy::Idle ? 0 : s.header.config.governor_spins;
     uint32_t seq = th.word.load(std::memory_order_acquire);
     for (;;) {
         if (int32_t g = sched.cpus().take_grant(self.slot); g != kNone) {
-            rt_.binding_->bind_to(self, g);
+            binding_->bind_to(self, g);
             return true;
         }
-        if (th.state.load(std::memory_order_acquire) == ThreadState::Pool || rt_.stopping()) {
+        if (th.state.load(std::memory_order_acquire) == ThreadState::Pool ||
+            stopping_.load(std::memory_order_acquire)) {
             // Evicted to the pool, or stopping: then the worker exits and
             // WorkerPool::finish() releases the CPU it may still hold.
             self.cpu = kNone;
@@ -45,10 +46,10 @@ bool IdlePolicy::hold(ThreadContext& self) {
         }
         if (policy == config::GovernorPolicy::Busy || spins > 0) {
             if (spins > 0) --spins;
-            // Submitters leave work to spinning holders (see kick()). Work we
+            // Submitters leave work to spinning holders (see ReadyWork::kick()). Work we
             // see but cannot place (its process has no thread to receive a
             // CPU) ends the spinning: sleeping holders are kicked instead.
-            if (rt_.handover_.cpu_wanted(self) && !offer_own_cpu(self) &&
+            if (handover_.cpu_wanted(self) && !offer_own_cpu(self) &&
                 policy != config::GovernorPolicy::Busy)
                 spins = 0;
             cpu_relax();
@@ -59,8 +60,8 @@ bool IdlePolicy::hold(ThreadContext& self) {
 }
 
 bool IdlePolicy::sleep_holding(ThreadContext& self) {
-    auto& sched = rt_.sched();
-    const CpuSlot& cpu = rt_.segment()->cpus[self.cpu];
+    auto& sched = member_.scheduler();
+    const CpuSlot& cpu = member_.segment().cpus[self.cpu];
     WakeList wakes;
     bool still_ours;
     {
@@ -76,8 +77,8 @@ bool IdlePolicy::sleep_holding(ThreadContext& self) {
 }
 
 bool IdlePolicy::offer_own_cpu(ThreadContext& self) {
-    auto& sched = rt_.sched();
-    const CpuSlot& cpu = rt_.segment()->cpus[self.cpu];
+    auto& sched = member_.scheduler();
+    const CpuSlot& cpu = member_.segment().cpus[self.cpu];
     WakeList wakes;
     bool placed = true; // granted or evicted meanwhile: the caller's loop sees which
     {

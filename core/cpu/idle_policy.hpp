@@ -3,15 +3,24 @@
 // work arrives or the CPU is taken away (the governor policy).
 #pragma once
 
+#include "core/cpu/cpu_binding.hpp"
+#include "core/runtime/membership.hpp"
 #include "core/runtime/thread_context.hpp"
+
+#include <atomic>
+#include <optional>
 
 namespace coexec::core {
 
-class Runtime;
+class CpuHandover;
 
 class IdlePolicy {
   public:
-    explicit IdlePolicy(Runtime& rt) : rt_(rt) {}
+    // `handover` says whether work waits for the CPU; `binding` binds the
+    // holder when work arrives; `stopping` ends the hold.
+    IdlePolicy(const Membership& member, const CpuHandover& handover,
+               std::optional<CpuBinding>& binding, const std::atomic<bool>& stopping)
+        : member_(member), handover_(handover), binding_(binding), stopping_(stopping) {}
 
     // Holds the caller's CPU idle. True when work arrived for the caller
     // (it holds its CPU, bound, and runs); false when the CPU was taken
@@ -26,7 +35,10 @@ class IdlePolicy {
     // work queued meanwhile. True if it still holds the CPU and may sleep.
     bool sleep_holding(ThreadContext& self);
 
-    Runtime& rt_;
+    const Membership& member_;
+    const CpuHandover& handover_;
+    std::optional<CpuBinding>& binding_;
+    const std::atomic<bool>& stopping_;
 };
 
 } // namespace coexec::core

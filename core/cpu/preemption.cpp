@@ -1,7 +1,10 @@
 #include "core/cpu/preemption.hpp"
 
+#include "core/cpu/cpu_handover.hpp"
+#include "core/cpu/worker_pool.hpp"
 #include "core/interpose/program_threads.hpp"
 #include "core/runtime/runtime.hpp"
+#include "core/tasks/ready_work.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"
@@ -45,7 +48,7 @@ int& runtime_depth() {
 }
 
 bool Preemption::install() {
-    if (rt_.segment()->header.config.preempt_after_ns == 0) return false;
+    if (segment()->header.config.preempt_after_ns == 0) return false;
     struct sigaction old {};
     if (sigaction(kPreemptSignal, nullptr, &old) != 0) return false;
     const bool ours = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == &on_signal;
@@ -59,14 +62,14 @@ bool Preemption::install() {
         sigemptyset(&sa.sa_mask);
         if (sigaction(kPreemptSignal, &sa, nullptr) != 0) return false;
     }
-    rt_.sched().procs().set_preemptible(rt_.proc(), true);
+    sched().procs().set_preemptible(proc(), true);
     installed_.store(true, std::memory_order_relaxed);
     return true;
 }
 
 void Preemption::uninstall() {
     installed_.store(false, std::memory_order_relaxed);
-    rt_.sched().procs().set_preemptible(rt_.proc(), false);
+    sched().procs().set_preemptible(proc(), false);
 }
 
 void Preemption::on_signal(int) {
@@ -80,23 +83,24 @@ void Preemption::on_signal(int) {
         RuntimeSection section;
         // The monitor found the program thread asleep on its CPU: lend it
         // and return to the sleep (program_threads.hpp).
-        if (self->program && rt->program_lend_asked_.exchange(false, std::memory_order_acquire))
-            lend_while_asleep(*rt, *self);
+        Preemption& p = rt->preemption();
+        if (self->program && p.program_lend_asked_.exchange(false, std::memory_order_acquire))
+            p.lend_while_asleep(*self);
         else
-            rt->preemption_.give_way(*self);
+            p.give_way(*self);
     }
     errno = saved_errno;
 }
 
-void Preemption::lend_while_asleep(Runtime& rt, ThreadContext& self) {
+void Preemption::lend_while_asleep(ThreadContext& self) {
     nosv_task* t = self.current;
     if (self.cpu == kNone || !t || self.immediate || self.has_batch() || t->par.active() ||
-        !rt.handover_.holds(self, self.cpu))
+        !handover_.holds(self, self.cpu))
         return;
     // CpuHandover::lend_cpu() without its hand-off to waiting work, which may
     // start a thread: async-signal context allows only the segment's lock.
-    rt.handover_.step_out(self);
-    rt.binding_->lend(self);
+    handover_.step_out(self);
+    binding_->lend(self);
     self.own_affinity_applies = self.keeps_affinity;
     program_thread_lent_asleep();
 }
@@ -109,40 +113,38 @@ void Preemption::give_way(ThreadContext& self) {
     nosv_task* t = self.current;
     // A parallel execution has no thread of its own to resume on: it runs
     // to its end (other processes get the CPU between executions).
-    if (c == kNone || !t || self.immediate || t->par.active() || !rt_.handover_.holds(self, c))
-        return;
-    auto& sched = rt_.sched();
+    if (c == kNone || !t || self.immediate || t->par.active() || !handover_.holds(self, c)) return;
+    auto& sched = member_.scheduler();
     WakeList wakes;
     bool gave = false;
     {
         scheduler::SchedulerLock lock(sched, wakes);
         // Queued under the lock that granted the CPU away: whoever leaves it
         // next decides with this demand in view.
-        if (sched.policy().give_way(c, rt_.proc(), self.slot, wakes)) {
+        if (sched.policy().give_way(c, proc(), self.slot, wakes)) {
             gave = true;
-            rt_.ready_.push_preempted(t, c);
-        } else if (self.program &&
-                   sched.policy().give_way_within(c, rt_.proc(), self.slot, wakes)) {
+            ready_.push_preempted(t, c);
+        } else if (self.program && sched.policy().give_way_within(c, proc(), self.slot, wakes)) {
             // A program thread also gives way to its own process's work,
             // which it may be spinning for: behind that work, on any CPU.
             gave = true;
-            rt_.ready_.push_unplaced(t);
+            ready_.push_unplaced(t);
         }
         if (gave) self.cpu = kNone;
     }
     wakes.flush(sched.segment());
     if (!gave) return;
-    sched.procs().count_preemption(rt_.proc());
-    rt_.workers_.blocked(self);
-    if (rt_.handover_.wait_for_cpu(self) == kNone) self.cpu = kNone;
-    rt_.workers_.unblocked(self);
+    sched.procs().count_preemption(proc());
+    workers_.blocked(self);
+    if (handover_.wait_for_cpu(self) == kNone) self.cpu = kNone;
+    workers_.unblocked(self);
 }
 
 void Preemption::ask_overdue_holders() {
-    Segment& s = *rt_.segment();
+    Segment& s = *segment();
     const uint64_t now = now_ns();
     for (int32_t c = 0; c < s.header.cpu_count; ++c) {
-        int32_t t = rt_.sched().policy().overdue_holder(c, rt_.proc(), now);
+        int32_t t = sched().policy().overdue_holder(c, proc(), now);
         if (t == kNone) continue;
         const ThreadSlot& th = s.threads[t];
         pid_t pid = s.procs[th.proc].pid;
@@ -158,11 +160,11 @@ void Preemption::ask_overdue_holders() {
 void Preemption::ask_sleeping_program_thread() {
     // Without our handler the signal would reach the program's, or nobody.
     if (!installed_.load(std::memory_order_relaxed)) return;
-    const int32_t t = rt_.program_slot_.load(std::memory_order_relaxed);
-    Segment& s = *rt_.segment();
+    const int32_t t = program_slot_.load(std::memory_order_relaxed);
+    Segment& s = *segment();
     int32_t held = kNone;
     for (int32_t c = 0; t != kNone && c < s.header.cpu_count && held == kNone; ++c)
-        if (s.cpus[c].owner_proc.load(std::memory_order_relaxed) == rt_.proc() &&
+        if (s.cpus[c].owner_proc.load(std::memory_order_relaxed) == proc() &&
             s.cpus[c].owner_thread.load(std::memory_order_relaxed) == t &&
             s.cpus[c].state.load(std::memory_order_relaxed) == CpuState::Running)
             held = c;
@@ -181,22 +183,32 @@ void Preemption::ask_sleeping_program_thread() {
     asleep_seen_ = now;
     if (!asleep) return;
     asleep_seen_ = {};
-    rt_.program_lend_asked_.store(true, std::memory_order_release);
+    program_lend_asked_.store(true, std::memory_order_release);
     ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
 }
 
 void Preemption::ask_overdue_program_thread(uint64_t now) {
-    const int32_t t = rt_.program_slot_.load(std::memory_order_relaxed);
+    const int32_t t = program_slot_.load(std::memory_order_relaxed);
     if (t == kNone || !installed_.load(std::memory_order_relaxed)) return;
-    Segment& s = *rt_.segment();
+    Segment& s = *segment();
     for (int32_t c = 0; c < s.header.cpu_count; ++c) {
-        if (!rt_.sched().policy().overdue_within(c, rt_.proc(), t, now)) continue;
+        if (!sched().policy().overdue_within(c, proc(), t, now)) continue;
         // Asleep in a system call it holds no CPU in practice; see above.
         const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
         if (tid > 0 && thread_on_cpu(::getpid(), tid))
             ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
         return; // a thread holds one CPU
     }
+}
+
+void Preemption::host_program_thread(ThreadContext& self) {
+    self.program = true;
+    program_slot_.store(self.slot, std::memory_order_relaxed);
+}
+
+void Preemption::unhost_program_thread(ThreadContext& self) {
+    program_slot_.store(shm::kNone, std::memory_order_relaxed);
+    self.program = false;
 }
 
 } // namespace coexec::core

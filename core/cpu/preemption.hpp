@@ -21,15 +21,27 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/cpu/cpu_binding.hpp"
+#include "core/runtime/membership.hpp"
 #include "core/runtime/thread_context.hpp"
+
+#include <optional>
 
 namespace coexec::core {
 
-class Runtime;
+class CpuHandover;
+class ReadyWork;
+class WorkerPool;
 
 class Preemption {
   public:
-    explicit Preemption(Runtime& rt) : rt_(rt) {}
+    // A holder that gives way queues its task in `ready`, counts as blocked
+    // in `workers`, and waits for its CPU through `handover`; one asleep
+    // lends its CPU through `binding`.
+    Preemption(const Membership& member, ReadyWork& ready, WorkerPool& workers,
+               CpuHandover& handover, std::optional<CpuBinding>& binding)
+        : member_(member), ready_(ready), workers_(workers), handover_(handover),
+          binding_(binding) {}
 
     // Installs the signal handler unless the program has one of its own;
     // true when this process's threads give way to it.
@@ -38,7 +50,7 @@ class Preemption {
     void uninstall();
     // The monitor's part: signals holders of CPUs this process has long
     // waited for: another process's, and this process's program thread
-    // (Runtime::host_program_thread()), which gives way to the work of its
+    // (host_program_thread()), which gives way to the work of its
     // own process too. Only other processes take the CPU of any other
     // thread of this process: its runtimes wait at their own scheduling
     // points, while a program thread may spin for that work in user code.
@@ -60,17 +72,40 @@ class Preemption {
     static void fork_begins();
     static void fork_ends();
 
+    // ---- program threads (program_threads.hpp) ------------------------
+    // The calling attached thread is (or no longer is) a program thread
+    // that coexec hosts: the safety net then also gives its CPU to this
+    // process's own work when it holds it too long.
+    void host_program_thread(ThreadContext& self);
+    void unhost_program_thread(ThreadContext& self);
+
   private:
+    scheduler::SharedScheduler& sched() const { return member_.scheduler(); }
+    int32_t proc() const { return member_.proc(); }
+    shm::Segment* segment() const { return &member_.segment(); }
+
     void ask_overdue_program_thread(uint64_t now);
     static void on_signal(int);
     // In the handler: the program thread lends its CPU and goes back to the
     // sleep the signal interrupted.
-    static void lend_while_asleep(Runtime& rt, ThreadContext& self);
+    void lend_while_asleep(ThreadContext& self);
     // In the handler, in user code: gives the caller's CPU to the next
     // other process with work for it, then waits to get that CPU back.
     void give_way(ThreadContext& self);
 
-    Runtime& rt_;
+    const Membership& member_;
+    ReadyWork& ready_;
+    WorkerPool& workers_;
+    CpuHandover& handover_;
+    std::optional<CpuBinding>& binding_;
+    // The slot of the program thread coexec hosts (the main thread), or
+    // kNone. Written by that thread, read by the monitor (relaxed: a stale
+    // read only delays or skips one request of the safety net, whose
+    // handler checks the thread's own state again).
+    std::atomic<int32_t> program_slot_{shm::kNone};
+    // Set by the monitor before it signals the program thread asleep on
+    // its CPU, taken by the thread's handler.
+    std::atomic<bool> program_lend_asked_{false};
     // install() put our handler in place (read by the monitor).
     std::atomic<bool> installed_{false};
     // What the monitor saw of the program thread at its last look: the CPU

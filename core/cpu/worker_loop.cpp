@@ -1,5 +1,7 @@
 // The worker loop: a worker waits for a CPU, runs this process's tasks on
-// it, and holds it idle or gives it away when there are none.
+// it, and holds it idle or gives it away when there are none. Also how a
+// task's body runs and its task completes (TaskOps::run_task(),
+// release_events()).
 #include "core/runtime/runtime.hpp"
 
 #include <pthread.h>
@@ -14,7 +16,7 @@ using scheduler::WakeList;
 using AfterLeaving = CpuHandover::AfterLeaving;
 using LeaveReason = CpuHandover::LeaveReason;
 
-void Runtime::show_label(ThreadContext& self, const nosv_task_type* type) {
+void TaskOps::show_label(ThreadContext& self, const nosv_task_type* type) {
     if (self.shown_type == type) return;
     self.shown_type = type;
     sched().procs().set_label(self.slot, type && !type->label.empty() ? type->label : "task");
@@ -58,16 +60,17 @@ void Runtime::worker_main(ThreadContext& self) {
                 }
                 if (!task) continue;
             }
-            run_task(self, task);
+            tasks_.run_task(self, task);
             task = nullptr;
         }
         if (stopping()) break;
     }
     affinity_.remove(self.affinity, AffinityRegistry::Restore::no);
+    ready_.return_batch(self);
     workers_.finish(self);
 }
 
-void Runtime::run_task(ThreadContext& self, nosv_task* task) {
+void TaskOps::run_task(ThreadContext& self, nosv_task* task) {
     if (task->par.active()) return run_execution(self, task);
     task->thread = &self;
     begin_body(task); // one event for the body, or those of a suspended task
@@ -89,7 +92,7 @@ void Runtime::run_task(ThreadContext& self, nosv_task* task) {
     release_events(task, 1);
 }
 
-void Runtime::release_events(nosv_task* task, uint64_t count) {
+void TaskOps::release_events(nosv_task* task, uint64_t count) {
     // acq_rel: the decrement that reaches zero sees every write the task
     // and its event producers made before their own decrements.
     if (task->events.fetch_sub(count, std::memory_order_acq_rel) != count) return;

@@ -1,9 +1,8 @@
 #include "core/cpu/worker_pool.hpp"
 
-#include "core/runtime/runtime.hpp"
-
 #include <cstdio>
 #include <mutex>
+#include <utility>
 
 namespace coexec::core {
 
@@ -14,19 +13,22 @@ namespace {
 constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
-WorkerPool::WorkerPool(Runtime& rt) : rt_(rt), by_slot_(size_t(kMaxThreads), nullptr) {}
+WorkerPool::WorkerPool(const Membership& member, const std::atomic<bool>& stopping,
+                       ThreadStarts& starts, std::function<void(ThreadContext&)> main)
+    : member_(member), stopping_(stopping), starts_(starts), main_(std::move(main)),
+      by_slot_(size_t(kMaxThreads), nullptr) {}
 
 bool WorkerPool::spawn(bool warn) {
     auto ctx = std::make_unique<ThreadContext>();
     ctx->worker = true;
     ThreadContext* raw = ctx.get();
     std::lock_guard guard(mutex_);
-    if (rt_.stopping_.load(rlx)) return false;
-    auto& sched = rt_.sched();
+    if (stopping_.load(rlx)) return false;
+    auto& sched = member_.scheduler();
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
-        raw->slot = sched.procs().alloc_thread(rt_.proc(), 0, "worker", ThreadState::Blocked);
+        raw->slot = sched.procs().alloc_thread(member_.proc(), 0, "worker", ThreadState::Blocked);
         if (raw->slot != kNone) {
             by_slot_[size_t(raw->slot)] = raw;
             sched.procs().pool_push(raw->slot);
@@ -43,16 +45,16 @@ bool WorkerPool::spawn(bool warn) {
         return false;
     }
     unblocked_.fetch_add(1, rlx);
-    raw->thread = rt_.thread_starts_.launch([this, raw] { rt_.worker_main(*raw); });
+    raw->thread = starts_.launch([this, raw] { main_(*raw); });
     workers_.push_back(std::move(ctx));
     return true;
 }
 
 void WorkerPool::ensure_receiver() {
-    const ProcSlot& me = rt_.segment()->procs[rt_.proc()];
-    if (me.pool_size.load(rlx) > 0 || rt_.stopping_.load(rlx)) return;
+    const ProcSlot& me = member_.segment().procs[member_.proc()];
+    if (me.pool_size.load(rlx) > 0 || stopping_.load(rlx)) return;
     // At most one running worker per CPU plus one spare to receive CPUs.
-    if (unblocked_.load(rlx) > rt_.cpu_count()) return;
+    if (unblocked_.load(rlx) > member_.cpu_count()) return;
     spawn();
 }
 
@@ -61,18 +63,17 @@ ThreadContext* WorkerPool::worker_at(int32_t slot) const {
 }
 
 void WorkerPool::return_to_pool(ThreadContext& self) {
-    auto& sched = rt_.sched();
+    auto& sched = member_.scheduler();
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
-        if (!rt_.stopping_.load(rlx)) sched.procs().pool_push(self.slot);
+        if (!stopping_.load(rlx)) sched.procs().pool_push(self.slot);
     }
     wakes.flush(sched.segment());
 }
 
 void WorkerPool::finish(ThreadContext& self) {
-    rt_.ready_.return_batch(self);
-    auto& sched = rt_.sched();
+    auto& sched = member_.scheduler();
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
@@ -93,7 +94,7 @@ void WorkerPool::stop_all() {
         workers.swap(workers_);
     }
     for (auto& w : workers)
-        rt_.sched().procs().wake_thread(w->slot);
+        sched().procs().wake_thread(w->slot);
     // A worker still inside a paused task is let go without a CPU (the
     // task was never resumed: the program's error) and finishes on its own.
     for (auto& w : workers)

@@ -3,20 +3,24 @@
 // and joined when the runtime stops.
 #pragma once
 
+#include "core/runtime/membership.hpp"
 #include "core/runtime/thread_context.hpp"
+#include "core/runtime/thread_starts.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 namespace coexec::core {
 
-class Runtime;
-
 class WorkerPool {
   public:
-    explicit WorkerPool(Runtime& rt);
+    // A worker runs `main` on its own thread (launched by `starts`), from
+    // its start to its finish(); no worker starts once `stopping` is set.
+    WorkerPool(const Membership& member, const std::atomic<bool>& stopping, ThreadStarts& starts,
+               std::function<void(ThreadContext&)> main);
 
     // Starts a worker, parked in the pool; false when no thread slot is left
     // (said once on stderr when `warn`) or the runtime stops.
@@ -41,7 +45,12 @@ class WorkerPool {
     bool any_unblocked() const { return unblocked_.load(std::memory_order_relaxed) > 0; }
 
   private:
-    Runtime& rt_;
+    scheduler::SharedScheduler& sched() const { return member_.scheduler(); }
+
+    const Membership& member_;
+    const std::atomic<bool>& stopping_;
+    ThreadStarts& starts_;
+    const std::function<void(ThreadContext&)> main_;
     std::mutex mutex_; // guards workers_
     std::vector<std::unique_ptr<ThreadContext>> workers_;
     std::atomic<int> unblocked_{0};

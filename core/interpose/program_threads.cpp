@@ -102,16 +102,6 @@ void find_coexec_code() {
 
 } // namespace
 
-void Runtime::host_program_thread(ThreadContext& self) {
-    self.program = true;
-    program_slot_.store(self.slot, std::memory_order_relaxed);
-}
-
-void Runtime::unhost_program_thread(ThreadContext& self) {
-    program_slot_.store(shm::kNone, std::memory_order_relaxed);
-    self.program = false;
-}
-
 namespace {
 
 bool from_coexec_code(const void* caller) {
@@ -159,7 +149,7 @@ COEXEC_HOST_API int coexec_host_this_thread(void) {
     ThreadContext* self = this_thread_context();
     if (!self || !self->attached) return NOSV_ERR_OUTSIDE_TASK;
     find_coexec_code();
-    rt->host_program_thread(*self);
+    rt->preemption().host_program_thread(*self);
     t_hosted = true;
     g_hosting.store(true, std::memory_order_relaxed);
     // A fork() child is not a member (Runtime forgets the instance there):
@@ -179,7 +169,7 @@ COEXEC_HOST_API void coexec_unhost_this_thread(void) {
     t_hosted = false;
     Runtime* rt = Runtime::get();
     if (ThreadContext* self = rt ? this_thread_context() : nullptr)
-        rt->unhost_program_thread(*self);
+        rt->preemption().unhost_program_thread(*self);
 }
 
 COEXEC_HOST_API int coexec_host_call(const void* caller) {

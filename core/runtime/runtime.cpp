@@ -178,7 +178,7 @@ int Runtime::start(bool quiet) {
     // Workers show the mask of the thread that started coexec (the whole
     // machine, usually), not the one CPU they are pinned to.
     if (!scheduler::kernel_own_affinity(process_mask_))
-        for (int id : cpu_system_ids())
+        for (int id : member_.cpu_system_ids())
             CPU_SET(size_t(id), &process_mask_);
     set_affinity_compat(config_.affinity_compat);
     binding_.emplace(sched(), affinity_, config_.sched_batch);
@@ -248,7 +248,7 @@ void Runtime::monitor_main() {
 void Runtime::stop() {
     if (ThreadContext* self = this_thread_context(); self && self->attached) detach(*self, true);
     stopping_.store(true, std::memory_order_release);
-    suspend_timers_.stop(); // no timer resumes a task from here on
+    tasks_.stop_timers(); // no timer resumes a task from here on
     preemption_.uninstall();
     // Nobody may grant our pool threads a CPU any more.
     WakeList wakes;

@@ -6,16 +6,19 @@
 //   Preemption   the safety net for holders that never yield;
 //   ReadyWork    the ready queue, task storage, batches and submit windows
 //                (tasks/ready_work.*);
-//   CpuHandover  how a thread leaves its CPU and gets one (cpu_handover.*).
+//   CpuHandover  how a thread leaves its CPU and gets one (cpu_handover.*);
+//   TaskOps      the task operations behind the C API (tasks/task_ops.*;
+//                parallel tasks in parallel_ops.cpp, suspensions in
+//                suspend.cpp, joinable tasks in join.cpp).
 // It also uses the AffinityRegistry (affinity.hpp), the masks managed
 // threads show: a process-wide object that outlives the runtime, in which
 // the runtime lists its threads while they are managed.
-// Runtime itself enters and leaves the instance and runs the monitor
-// (runtime/runtime.cpp), and has the task operations behind the C API
-// (tasks/task_ops.cpp; parallel tasks in
-// tasks/parallel_ops.cpp, suspensions in tasks/suspend.cpp, joinable tasks in
-// tasks/join.cpp), and the worker loop (cpu/worker_loop.cpp). Every
-// change to the segment goes through the scheduler.
+// No part is a friend of Runtime: each gets references to the parts it
+// uses (and the stop flag, read-only) when it is made. Runtime itself
+// enters and leaves the instance and runs the monitor (runtime/runtime.cpp),
+// attaches and detaches threads (runtime/attach.cpp), and runs the worker
+// loop (cpu/worker_loop.cpp): what ties the parts together. Every change to
+// the segment goes through the scheduler.
 #pragma once
 
 #include "config/config.hpp"
@@ -30,6 +33,7 @@
 #include "core/runtime/thread_starts.hpp"
 #include "core/tasks/ready_work.hpp"
 #include "core/tasks/task.hpp"
+#include "core/tasks/task_ops.hpp"
 
 #include <atomic>
 #include <memory>
@@ -60,86 +64,40 @@ class Runtime {
     // The runtime, or null before init / after the last shutdown.
     static Runtime* get() { return instance_.load(std::memory_order_acquire); }
 
-    // ---- topology (logical indices) ----------------------------------
+    // ---- the parts, for the C API ----------------------------------------
+    // The instance as this process sees it: segment, scheduler, topology.
     const Membership& membership() const { return member_; }
-    int cpu_count() const { return member_.cpu_count(); }
-    int numa_count() const { return member_.numa_count(); }
-    int numa_of_cpu(int cpu) const { return member_.numa_of_cpu(cpu); }
-    const std::vector<int>& cpu_system_ids() const { return member_.cpu_system_ids(); }
-    const std::vector<int>& numa_system_ids() const { return member_.numa_system_ids(); }
-    int logical_cpu(int system_id) const { return member_.logical_cpu(system_id); }
-    int logical_numa(int system_id) const { return member_.logical_numa(system_id); }
-    shm::Segment* segment() const { return &member_.segment(); }
     const coexec::config::Config& config() const { return config_; }
-
-    // ---- the scheduling points (see the nosv_* contracts) ------------
-    int submit(nosv_task* task, nosv_flags_t flags);
-    int pause(ThreadContext& self);
-    int yield(ThreadContext& self);
-    int schedpoint(ThreadContext& self);
-    int waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns);
-    int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
-               bool keeps_affinity);
-    int detach(ThreadContext& self, bool restore_affinity);
-    // Completes `task` if its last event is gone.
-    void release_events(nosv_task* task, uint64_t count);
-
-    // ---- joinable tasks (join.cpp) ------------------------------------
-    // Waits until each of `tasks` (valid, joinable, distinct) completed the
-    // run last submitted, at most `timeout_ns` (0: only checks; UINT64_MAX:
-    // no limit). A calling task waits without its CPU. Returns the codes
-    // that nosv_join_all documents.
-    int join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns);
-    // Counts a completed run of a joinable task and wakes its joiner: the
-    // completion's last access to the task, which the joiner may destroy.
-    void finish_join(JoinState& join);
-
-    // ---- parallel tasks (parallel_ops.cpp) ----------------------------
-    // nosv_cancel from the calling task: no execution of it starts from now
-    // on. NOSV_ERR_INVALID_OPERATION when it was cancelled already.
-    int cancel(ThreadContext& self);
-
-    // ---- nosv_suspend (suspend.cpp) -----------------------------------
-    // Before a body runs: a fresh run's event count, or a resumed one's.
-    void begin_body(nosv_task* task);
-    // After a body that called nosv_suspend returned on `self`: the task is
-    // suspended, and resumed as its mode says.
-    void suspend_after_body(ThreadContext& self, nosv_task* task);
-    // Suspended -> Ready, if still suspended (a timer fired).
-    void resume_suspended(nosv_task* task);
-    // For nosv_destroy: Suspended -> Created, with its timer (if any)
-    // cancelled, so that nothing in the runtime refers to the task any more.
-    // False when it was not suspended (a submit or its timer resumed it).
-    bool discard_suspended(nosv_task* task);
-    // For release_events: the last event of a task suspended with
-    // EVENT_SUBMIT resumes it rather than completing it.
-    bool resume_after_events(nosv_task* task);
-
-    // ---- program threads (program_threads.hpp) ------------------------
-    // The calling attached thread is (or no longer is) a program thread
-    // that coexec hosts: the preemption safety net then also gives its CPU
-    // to this process's own work when it holds it too long (Preemption).
-    void host_program_thread(ThreadContext& self);
-    void unhost_program_thread(ThreadContext& self);
-
-    nosv_task_type* external_type() { return &external_type_; }
+    // The task operations behind the C API.
+    TaskOps& tasks() { return tasks_; }
     // The process's ready work and task storage.
     ReadyWork& ready() { return ready_; }
     // How threads leave and get CPUs, also around code of their own.
     CpuHandover& handover() { return handover_; }
+    // The safety net; also told which thread is the hosted program thread.
+    Preemption& preemption() { return preemption_; }
+
+    // ---- attached threads (attach.cpp) ---------------------------------
+    // nosv_attach of the calling thread: it gets a task of its own (the
+    // type external_type() with `label`), and waits for a CPU.
+    int attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
+               bool keeps_affinity);
+    // nosv_detach: the thread leaves its CPU and coexec; `self` is freed.
+    int detach(ThreadContext& self, bool restore_affinity);
+    nosv_task_type* external_type() { return &external_type_; }
 
     ~Runtime();
 
   private:
-    friend class WorkerPool;
-    friend class IdlePolicy;
-    friend class Preemption;
-
+    // Each part gets references to the parts it uses, and the stop flag.
     Runtime()
-        : affinity_(AffinityRegistry::instance()), idle_(*this), workers_(*this),
-          preemption_(*this), ready_(member_, workers_),
-          handover_(member_, ready_, workers_, binding_, stopping_),
-          suspend_timers_(thread_starts_) {}
+        : affinity_(AffinityRegistry::instance()),
+          workers_(member_, stopping_, thread_starts_,
+                   [this](ThreadContext& self) { worker_main(self); }),
+          ready_(member_, workers_), handover_(member_, ready_, workers_, binding_, stopping_),
+          idle_(member_, handover_, binding_, stopping_),
+          preemption_(member_, ready_, workers_, handover_, binding_),
+          tasks_(member_, ready_, handover_, workers_, thread_starts_) {}
     int start(bool quiet);
     // Reports why start() fails (printed unless quiet) and keeps it.
     void fail_reason(const std::string& why, bool quiet);
@@ -147,17 +105,13 @@ class Runtime {
     // Watches for processes that died holding CPUs, for work of ours that
     // no CPU picked up, for holders past their turn, and for kept CPUs.
     void monitor_main();
+    // The worker loop (worker_loop.cpp): a worker's whole life.
+    void worker_main(ThreadContext& self);
 
     scheduler::SharedScheduler& sched() const { return member_.scheduler(); }
     int32_t proc() const { return member_.proc(); }
+    shm::Segment* segment() const { return &member_.segment(); }
     bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-
-    // ---- workers (worker_loop.cpp) -----------------------------------
-    void worker_main(ThreadContext& self);
-    void run_task(ThreadContext& self, nosv_task* task);
-    // One execution of a parallel task (run_task's path for them).
-    void run_execution(ThreadContext& self, nosv_task* task);
-    void show_label(ThreadContext& self, const nosv_task_type* type);
 
     static std::atomic<Runtime*> instance_;
 
@@ -170,24 +124,15 @@ class Runtime {
     Membership member_;
     std::atomic<bool> stopping_{false};
     std::optional<CpuBinding> binding_; // made once the process is a member
-    IdlePolicy idle_;
-    ThreadStarts thread_starts_; // of workers_, monitor_ and suspend_timers_
+    ThreadStarts thread_starts_;        // of workers_, monitor_ and tasks_' timers
     WorkerPool workers_;
-    Preemption preemption_;
     ReadyWork ready_;
     CpuHandover handover_;
-    // The slot of the program thread coexec hosts (the main thread), or
-    // kNone. Written by that thread, read by the monitor (relaxed: a stale
-    // read only delays or skips one request of the safety net, whose
-    // handler checks the thread's own state again).
-    std::atomic<int32_t> program_slot_{shm::kNone};
-    // Set by the monitor before it signals the program thread asleep on
-    // its CPU, taken by the thread's handler (Preemption).
-    std::atomic<bool> program_lend_asked_{false};
-
+    IdlePolicy idle_;
+    Preemption preemption_;
     std::thread monitor_;
     nosv_task_type external_type_;
-    SuspendTimers suspend_timers_; // TIMEOUT_SUBMIT suspensions (suspend.cpp)
+    TaskOps tasks_;
 };
 
 } // namespace coexec::core

@@ -8,7 +8,7 @@
 // word in the same atomic step that counts the run as complete (see
 // JoinState), so a run that completes between the joiner's check and its
 // sleep is never missed.
-#include "core/runtime/runtime.hpp"
+#include "core/tasks/task_ops.hpp"
 
 #include "shm/clock.hpp"
 
@@ -52,7 +52,7 @@ uint32_t thread_waiter() {
 
 } // namespace
 
-void Runtime::finish_join(JoinState& join) {
+void TaskOps::finish_join(JoinState& join) {
     const uint32_t waiter = join.complete();
     // From here on the task (and `join`) may be gone.
     if (waiter == JoinState::kNobody) return;
@@ -67,7 +67,7 @@ void Runtime::finish_join(JoinState& join) {
     }
 }
 
-int Runtime::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
+int TaskOps::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
     ThreadContext* self = this_thread_context();
     nosv_task* caller = self ? self->current : nullptr;
     const bool holds_cpu = self && self->cpu != kNone;

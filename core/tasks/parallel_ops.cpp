@@ -1,6 +1,6 @@
-// Parallel tasks and the submit window: the runtime's side of
+// Parallel tasks: the task operations' side of
 // c_api_parallel.cpp. See core/tasks/parallel.hpp for how executions are counted.
-#include "core/runtime/runtime.hpp"
+#include "core/tasks/task_ops.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@ namespace coexec::core {
 
 using scheduler::Placement;
 
-void Runtime::run_execution(ThreadContext& self, nosv_task* task) {
+void TaskOps::run_execution(ThreadContext& self, nosv_task* task) {
     // The task is never bound to this thread (task->thread): its other
     // executions run on other threads meanwhile, and it cannot block.
     if (const int64_t id = task->par.start(); id >= 0) {
@@ -29,7 +29,7 @@ void Runtime::run_execution(ThreadContext& self, nosv_task* task) {
     release_events(task, 1);
 }
 
-int Runtime::cancel(ThreadContext& self) {
+int TaskOps::cancel(ThreadContext& self) {
     nosv_task* t = self.current;
     if (!t->par.cancel()) return NOSV_ERR_INVALID_OPERATION;
     if (!t->par.active()) return NOSV_SUCCESS; // an ordinary run: nothing else to stop

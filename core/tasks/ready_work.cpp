@@ -14,7 +14,6 @@ namespace coexec::core {
 
 using namespace coexec::shm;
 using scheduler::Placement;
-using scheduler::SharedScheduler;
 using scheduler::WakeList;
 
 namespace {

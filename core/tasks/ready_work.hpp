@@ -96,7 +96,7 @@ class ReadyWork {
     // Under queue_lock_. Queues a task that lives on its own thread; as the
     // only ready item of the process, it lets a CPU granted to the process
     // (by another, or by a CPU of its own going free) reach the thread
-    // directly (SharedScheduler::open_receiver()).
+    // directly (ProcessTable::open_receiver()).
     void queue_own_task(nosv_task* task, const scheduler::Placement& where, bool front);
     void flush_held(ThreadContext& self);
 

@@ -4,7 +4,7 @@
 // task as it resumes a paused one), the ready queue and the IMMEDIATE
 // successor slot, the event counter, and a timer thread.
 #include "core/api/c_api_support.hpp"
-#include "core/runtime/runtime.hpp"
+#include "core/tasks/task_ops.hpp"
 
 #include "shm/clock.hpp"
 
@@ -13,7 +13,6 @@
 #include <utility>
 
 using coexec::core::in_task;
-using coexec::core::Runtime;
 using coexec::core::RuntimeSection;
 using coexec::core::TaskCall;
 using coexec::core::this_thread_context;
@@ -83,9 +82,9 @@ void SuspendTimers::main() {
     }
 }
 
-// ---- the runtime's side -----------------------------------------------
+// ---- the task operations' side (TaskOps) ------------------------------
 
-void Runtime::begin_body(nosv_task* task) {
+void TaskOps::begin_body(nosv_task* task) {
     SuspendState& s = task->suspend;
     if (!std::exchange(s.resuming, false)) {
         // A fresh run: one event for the body, and the default mode.
@@ -98,12 +97,12 @@ void Runtime::begin_body(nosv_task* task) {
     if (std::exchange(s.timer, false)) suspend_timers_.cancel(task);
 }
 
-void Runtime::resume_suspended(nosv_task* task) {
+void TaskOps::resume_suspended(nosv_task* task) {
     if (task->status.transition(TaskState::Suspended, TaskState::Ready))
         ready_.make_ready(task, true);
 }
 
-bool Runtime::discard_suspended(nosv_task* task) {
+bool TaskOps::discard_suspended(nosv_task* task) {
     // The transition first: a timer that fires from now on finds the task
     // not suspended and does nothing (resume_suspended). cancel() then waits
     // for a firing in progress, under the timers' mutex, and drops the
@@ -113,7 +112,7 @@ bool Runtime::discard_suspended(nosv_task* task) {
     return true;
 }
 
-void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
+void TaskOps::suspend_after_body(ThreadContext& self, nosv_task* t) {
     SuspendState& s = t->suspend;
     s.requested = false;
     s.resuming = true;
@@ -168,7 +167,7 @@ void Runtime::suspend_after_body(ThreadContext& self, nosv_task* t) {
     }
 }
 
-bool Runtime::resume_after_events(nosv_task* task) {
+bool TaskOps::resume_after_events(nosv_task* task) {
     // Only the decrement that reached zero gets here: nobody else touches
     // the counter or the flag until the task runs again.
     if (!std::exchange(task->suspend.event_wait, false)) return false;

@@ -1,6 +1,9 @@
-// The task-level operations behind nosv_submit, pause, yield, waitfor,
-// schedpoint, attach/detach and the block extension.
-#include "core/runtime/runtime.hpp"
+// The task-level operations behind nosv_submit, pause, yield, waitfor and
+// schedpoint (TaskOps; a body's run and its task's completion are in
+// cpu/worker_loop.cpp, next to the loop that runs them).
+#include "core/tasks/task_ops.hpp"
+
+#include "core/cpu/worker_pool.hpp"
 
 #include "shm/clock.hpp"
 #include "shm/futex.hpp"
@@ -22,7 +25,7 @@ namespace {
 constexpr auto acq = std::memory_order_acquire;
 } // namespace
 
-int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
+int TaskOps::submit(nosv_task* t, nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
     nosv_task* caller = self ? self->current : nullptr;
     if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && !caller)
@@ -109,7 +112,7 @@ int Runtime::submit(nosv_task* t, nosv_flags_t flags) {
     return NOSV_SUCCESS;
 }
 
-int Runtime::pause(ThreadContext& self) {
+int TaskOps::pause(ThreadContext& self) {
     ready_.flush_window(self); // held submits must not wait for this task
     nosv_task* t = self.current;
     // A submit that arrived before the pause paid for it.
@@ -124,7 +127,7 @@ int Runtime::pause(ThreadContext& self) {
     return NOSV_SUCCESS;
 }
 
-int Runtime::yield(ThreadContext& self) {
+int TaskOps::yield(ThreadContext& self) {
     const int32_t c = self.cpu;
     if (!self.immediate && !sched().policy().has_work(proc(), c) &&
         !sched().policy().foreign_work(proc(), c))
@@ -141,7 +144,7 @@ int Runtime::yield(ThreadContext& self) {
     return NOSV_SUCCESS;
 }
 
-int Runtime::schedpoint(ThreadContext& self) {
+int TaskOps::schedpoint(ThreadContext& self) {
     const int32_t c = self.cpu;
     // Another process waits for this CPU and our process's turn is over.
     if (sched().policy().foreign_work(proc(), c) && sched().policy().turn_over(c, proc(), now_ns()))
@@ -157,7 +160,7 @@ int Runtime::schedpoint(ThreadContext& self) {
     return higher ? yield(self) : NOSV_SUCCESS;
 }
 
-int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
+int TaskOps::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     ready_.flush_window(self);
     nosv_task* t = self.current;
     const uint64_t start = now_ns();
@@ -195,81 +198,6 @@ int Runtime::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     handover_.step_on_cpu(self, wakes); // nothing left to wake
     t->status.relabel(TaskState::Running);
     if (actual_ns) *actual_ns = now_ns() - start;
-    return NOSV_SUCCESS;
-}
-
-int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
-                    bool keeps_affinity) {
-    auto ctx = std::make_unique<ThreadContext>();
-    ctx->attached = true;
-    ctx->keeps_affinity = keeps_affinity;
-    // Each attached thread's task has a type of its own, so that the type's
-    // label is the attach label (as nosv_get_task_type_label reports it).
-    ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
-    if (label) ctx->attach_type->label = label;
-    nosv_task* t = ready_.new_task(ctx->attach_type.get(), 0);
-    if (!t) return NOSV_ERR_OUT_OF_MEMORY;
-    // From here on the thread shows the mask it has now (the kernel's: the
-    // system call, not libcoexec's own sched_getaffinity). Listed before its
-    // tid is in the segment, where granters find it to pin it.
-    ctx->affinity.tid = ::gettid();
-    ctx->affinity.pthread = pthread_self();
-    affinity_.add_current(ctx->affinity, process_mask_);
-    WakeList wakes;
-    {
-        scheduler::SchedulerLock lock(sched(), wakes);
-        ctx->slot =
-            sched().procs().alloc_thread(proc(), ctx->affinity.tid, label ? label : "attached",
-                                         ThreadState::Waiting, keeps_affinity);
-    }
-    wakes.flush(*segment());
-    if (ctx->slot == kNone) {
-        affinity_.remove(ctx->affinity, AffinityRegistry::Restore::no);
-        ready_.delete_task(t);
-        return NOSV_ERR_OUT_OF_MEMORY;
-    }
-    if (affinity) t->affinity = *affinity;
-    t->thread = ctx.get();
-    t->status.reset(TaskState::Ready);
-    ctx->current = t;
-    ctx->attach_task = t;
-    ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
-    ThreadContext* raw = ctx.release();
-    this_thread_context() = raw;
-    binding_->adopt(*raw);
-    ready_.make_ready(t, false);
-    handover_.wait_for_cpu(*raw);
-    t->status.relabel(TaskState::Running);
-    *out = t;
-    return NOSV_SUCCESS;
-}
-
-int Runtime::detach(ThreadContext& self, bool restore_affinity) {
-    ready_.flush_window(self);
-    nosv_task* t = self.current;
-    WakeList wakes;
-    if (self.cpu != kNone) handover_.leave_cpu(self, LeaveReason::Block, wakes);
-    {
-        // Also a CPU the thread still keeps or lends (detached between
-        // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
-        scheduler::SchedulerLock lock(sched(), wakes);
-        sched().release_thread(self.slot, wakes);
-    }
-    wakes.flush(*segment());
-    // The remembered mask: the one the thread had at attach, or the last it
-    // set since. A thread that keeps its affinity gets it back only when
-    // coexec pinned it or a set is pending. NOSV_DETACH_NO_RESTORE_AFFINITY
-    // (!restore_affinity) leaves any thread's kernel mask as it is, as in
-    // nOS-V: the pin, if coexec set one, which the calls show from then on.
-    using Restore = AffinityRegistry::Restore;
-    Restore how = Restore::no;
-    if (restore_affinity)
-        how = !self.keeps_affinity || self.pinned ? Restore::yes : Restore::if_changed;
-    affinity_.remove(self.affinity, how);
-    binding_->release(self);
-    ready_.delete_task(t);
-    this_thread_context() = nullptr;
-    delete &self;
     return NOSV_SUCCESS;
 }
 
