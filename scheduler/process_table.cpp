@@ -156,7 +156,7 @@ bool ProcessTable::close_receiver(int32_t t) {
 bool ProcessTable::receive_claimed(int32_t t) const {
     // Acquire pairs with the popper's exchange (close_receiver): a thread that
     // reads the word its popper closed runs after everything that popper
-    // read of it and of its task (pop_warm's last_cpu, the task's thread).
+    // read of it and of its task (pop_warm's last CPU of the thread, the task's thread).
     return ReceiveWord(s_.threads[t].receive.load(std::memory_order_acquire)).claimed();
 }
 

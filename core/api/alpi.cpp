@@ -57,8 +57,9 @@ int is_caller(alpi_task* task) {
     if (!Runtime::get()) return ALPI_ERR_NOT_INITIALIZED;
     ThreadContext* self = this_thread_context();
     // Without a CPU the task is outside coexec (coexec_block_enter).
-    if (!self || !self->current || self->cpu == coexec::shm::kNone) return ALPI_ERR_OUTSIDE_TASK;
-    return self->current == as_nosv(task) ? ALPI_SUCCESS : ALPI_ERR_PARAMETER;
+    if (!self || !self->work.current || self->held.cpu == coexec::shm::kNone)
+        return ALPI_ERR_OUTSIDE_TASK;
+    return self->work.current == as_nosv(task) ? ALPI_SUCCESS : ALPI_ERR_PARAMETER;
 }
 
 // A nosv result that is a count or an id when not negative.

@@ -55,7 +55,7 @@ COEXEC_API int nosv_shutdown(void) {
 
 COEXEC_API nosv_task_t nosv_self(void) {
     ThreadContext* self = Runtime::get() ? this_thread_context() : nullptr;
-    return self ? self->current : nullptr;
+    return self ? self->work.current : nullptr;
 }
 
 COEXEC_API int nosv_type_init(nosv_task_type_t* type, nosv_task_run_callback_t run,
@@ -194,8 +194,8 @@ COEXEC_API int nosv_increase_event_counter(uint64_t increment) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     if (increment == 0) return NOSV_ERR_INVALID_PARAMETER;
-    c.self->current->had_events = true;
-    c.self->current->events.fetch_add(increment, std::memory_order_relaxed);
+    c.self->work.current->had_events = true;
+    c.self->work.current->events.fetch_add(increment, std::memory_order_relaxed);
     return NOSV_SUCCESS;
 }
 
@@ -214,7 +214,7 @@ COEXEC_API int nosv_has_events(void) {
     TaskCall c = in_task();
     if (c.error) return c.error;
     // The running body holds one count of its own.
-    return c.self->current->events.load(std::memory_order_relaxed) > 1;
+    return c.self->work.current->events.load(std::memory_order_relaxed) > 1;
 }
 
 COEXEC_API int nosv_task_had_events(nosv_task_t task) {
@@ -233,9 +233,8 @@ COEXEC_API int nosv_attach(nosv_task_t* task, nosv_affinity_t* affinity, const c
         // An attached thread attaches again by nesting (nOS-V's semantics):
         // the same task, and only the outermost nosv_detach detaches. A
         // worker is coexec's own thread, not the caller's to attach.
-        if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
-        ++self->attach_nesting;
-        *task = self->attach_task;
+        if (!self->attach.attached) return NOSV_ERR_INVALID_OPERATION;
+        *task = self->attach.nest();
         return NOSV_SUCCESS;
     }
     return rt->attach(task, affinity, label, flags & COEXEC_ATTACH_KEEP_AFFINITY);
@@ -249,11 +248,8 @@ COEXEC_API int nosv_detach(nosv_flags_t flags) {
         return NOSV_ERR_INVALID_PARAMETER;
     ThreadContext* self = this_thread_context();
     if (!self) return NOSV_ERR_OUTSIDE_TASK;
-    if (!self->attached) return NOSV_ERR_INVALID_OPERATION;
-    if (self->attach_nesting > 0) {
-        --self->attach_nesting; // an inner attach: the thread stays attached
-        return NOSV_SUCCESS;
-    }
+    if (!self->attach.attached) return NOSV_ERR_INVALID_OPERATION;
+    if (self->attach.unnest()) return NOSV_SUCCESS; // an inner attach: the thread stays attached
     // Runtime::detach decides for a thread that kept its affinity.
     return rt->detach(*self, !(flags & NOSV_DETACH_NO_RESTORE_AFFINITY));
 }

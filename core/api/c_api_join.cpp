@@ -68,8 +68,8 @@ COEXEC_API int nosv_wait_all(nosv_task_t* tasks, size_t ntasks, uint64_t timeout
 COEXEC_API int nosv_set_result(void* resval) {
     if (!Runtime::get()) return NOSV_ERR_NOT_INITIALIZED;
     ThreadContext* self = this_thread_context();
-    if (!self || !self->current) return NOSV_ERR_OUTSIDE_TASK;
-    if (!self->current->join) return NOSV_ERR_INVALID_OPERATION; // nobody could gather it
-    self->current->join->set_result(resval);
+    if (!self || !self->work.current) return NOSV_ERR_OUTSIDE_TASK;
+    if (!self->work.current->join) return NOSV_ERR_INVALID_OPERATION; // nobody could gather it
+    self->work.current->join->set_result(resval);
     return NOSV_SUCCESS;
 }

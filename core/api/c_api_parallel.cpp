@@ -35,7 +35,7 @@ COEXEC_API uint32_t nosv_get_execution_id(void) {
     // nOS-V returns the error code, converted, outside a task.
     if (c.error) return uint32_t(c.error);
     // An ordinary task (or one run inline by an execution) is execution 0.
-    return c.self->current->par.active() ? c.self->execution_id : 0;
+    return c.self->work.current->par.active() ? c.self->work.execution_id : 0;
 }
 
 COEXEC_API int nosv_cancel(nosv_flags_t flags) {

@@ -22,7 +22,7 @@ struct TaskCall {
 // A task without a CPU is between coexec_block_enter/lend_cpu/keep_cpu and
 // coexec_block_exit: its thread is outside coexec until then.
 inline bool blocked(const ThreadContext* self) {
-    return self && self->current && self->cpu == shm::kNone;
+    return self && self->work.current && self->held.cpu == shm::kNone;
 }
 
 // For the calls a task makes while its thread is outside coexec too
@@ -36,7 +36,7 @@ inline TaskCall of_task() {
         return c;
     }
     c.self = this_thread_context();
-    if (!c.self || !c.self->current) c.error = NOSV_ERR_OUTSIDE_TASK;
+    if (!c.self || !c.self->work.current) c.error = NOSV_ERR_OUTSIDE_TASK;
     return c;
 }
 
@@ -52,7 +52,7 @@ inline TaskCall in_task() {
 // may not block, pause, yield, wait or suspend (its task is on other CPUs
 // too).
 inline bool in_parallel_execution(const ThreadContext* self) {
-    return self && self->current && self->current->par.active();
+    return self && self->work.current && self->work.current->par.active();
 }
 
 } // namespace coexec::core

@@ -18,8 +18,8 @@ int current_cpu() {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     auto* self = this_thread_context();
-    if (!self || !self->current || self->cpu < 0) return NOSV_ERR_OUTSIDE_TASK;
-    return self->cpu;
+    if (!self || !self->work.current || self->held.cpu < 0) return NOSV_ERR_OUTSIDE_TASK;
+    return self->held.cpu;
 }
 
 // A copy the caller owns and releases with free(), as nOS-V documents;

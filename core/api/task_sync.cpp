@@ -48,8 +48,8 @@ constexpr auto release = std::memory_order_release;
 nosv_task* blockable_task() {
     if (!Runtime::get()) return nullptr;
     ThreadContext* self = this_thread_context();
-    if (!self || !self->current || self->cpu == shm::kNone) return nullptr;
-    return self->current;
+    if (!self || !self->work.current || self->held.cpu == shm::kNone) return nullptr;
+    return self->work.current;
 }
 
 // nOS-V's contract for the calls that lock, unlock or wait: only from a
@@ -60,7 +60,7 @@ nosv_task* blockable_task() {
 int task_context_error(bool may_block) {
     if (!Runtime::get()) return ESRCH;
     const ThreadContext* self = this_thread_context();
-    if (!self || !self->current) return ESRCH;
+    if (!self || !self->work.current) return ESRCH;
     if (may_block && in_parallel_execution(self)) return EINVAL;
     return 0;
 }

@@ -20,22 +20,23 @@ CpuBinding::CpuBinding(scheduler::SharedScheduler& sched, AffinityRegistry& affi
 void CpuBinding::adopt(ThreadContext& self) {
     if (!sched_batch_ || sched_getscheduler(0) != SCHED_OTHER) return;
     const sched_param none{};
-    self.batch_policy = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
-    self.batch_guess = BatchGuess{};
+    self.binding.batch_policy = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+    self.binding.batch_guess = BatchGuess{};
 }
 
 void CpuBinding::release(ThreadContext& self) {
     // Unless the thread chose a policy of its own meanwhile (or runs under
     // SCHED_OTHER already, as BatchGuess had it).
-    if (!std::exchange(self.batch_policy, false) || sched_getscheduler(0) != SCHED_BATCH) return;
+    if (!std::exchange(self.binding.batch_policy, false) || sched_getscheduler(0) != SCHED_BATCH)
+        return;
     const sched_param none{};
     sched_setscheduler(0, SCHED_OTHER, &none);
 }
 
 void CpuBinding::woken(ThreadContext& self, int32_t cpu) {
-    if (!self.batch_policy) return;
+    if (!self.binding.batch_policy) return;
     const uint64_t now = now_ns();
-    switch (self.batch_guess.learn(sched_.cpus().unheld_grant_age(cpu, now), now)) {
+    switch (self.binding.batch_guess.learn(sched_.cpus().unheld_grant_age(cpu, now), now)) {
     case BatchGuess::Change::None:
         return;
     case BatchGuess::Change::ToOther:
@@ -49,18 +50,17 @@ void CpuBinding::woken(ThreadContext& self, int32_t cpu) {
 
 void CpuBinding::switch_policy(ThreadContext& self, int from, int to) {
     if (sched_getscheduler(0) != from) {
-        self.batch_policy = false;
+        self.binding.batch_policy = false;
         return;
     }
     const sched_param none{};
-    if (sched_setscheduler(0, to, &none) != 0) self.batch_policy = false;
+    if (sched_setscheduler(0, to, &none) != 0) self.binding.batch_policy = false;
 }
 
 void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
-    self.cpu = cpu;
-    self.last_cpu = cpu;
+    self.held.took(cpu);
     const int32_t system_cpu = sched_.segment().cpus[cpu].system_id;
-    if (!self.keeps_affinity) {
+    if (!self.attach.keeps_affinity) {
         sched_.binding().bind(self.slot, cpu); // usually the granter bound us already
         // A granter's binding moves a sleeping thread at once, but one that
         // spun on another CPU (an idle holder handed work elsewhere) runs
@@ -77,8 +77,8 @@ void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
     if (sched_getcpu() == system_cpu) return;
     // The mask unpin() restores: the kernel's now (the thread's own), unless
     // the thread was given one meanwhile that it has not applied yet.
-    if (!self.pinned) affinity_.capture_kernel(self.affinity);
-    self.pinned = true;
+    if (!self.binding.pinned) affinity_.capture_kernel(self.affinity);
+    self.binding.pinned = true;
     pin_self(system_cpu);
     // Pinned, the thread would wake on this CPU after a grant of another,
     // behind its holder, and then migrate itself; granters now bind it
@@ -99,28 +99,42 @@ void CpuBinding::forget(ThreadContext& self) {
 
 void CpuBinding::unpin(ThreadContext& self) {
     // Other threads keep coexec's binding until detach.
-    if (!self.keeps_affinity) return;
+    if (!self.attach.keeps_affinity) return;
     // The thread holds its CPU, so no granter binds it meanwhile.
-    if (self.pinned) sched_.binding().forget(self.slot);
-    affinity_.leave_cpu(self.affinity, std::exchange(self.pinned, false));
+    if (self.binding.pinned) sched_.binding().forget(self.slot);
+    affinity_.leave_cpu(self.affinity, std::exchange(self.binding.pinned, false));
+}
+
+void CpuBinding::go_outside(ThreadContext& self) {
+    unpin(self);
+    self.binding.own_affinity_applies = true;
+}
+
+void CpuBinding::come_back(ThreadContext& self) {
+    self.binding.own_affinity_applies = false;
+    if (std::exchange(self.affinity.applied_outside, false)) forget(self);
 }
 
 void CpuBinding::keep(ThreadContext& self) {
     unpin(self);
-    self.kept_word = sched_.begin_keep(self.slot);
-    self.kept_cpu = std::exchange(self.cpu, kNone);
+    self.binding.kept_word = sched_.begin_keep(self.slot);
+    self.binding.kept_cpu = self.held.lost();
+    self.binding.own_affinity_applies = self.attach.keeps_affinity; // as for lend()
 }
 
 void CpuBinding::lend(ThreadContext& self) {
-    lend_held(self, std::exchange(self.cpu, kNone));
+    lend_held(self, self.held.lost());
     unpin(self);
+    // Still bound to its CPU: only a thread that keeps its affinity runs
+    // with its own, and may change it, outside coexec.
+    self.binding.own_affinity_applies = self.attach.keeps_affinity;
 }
 
 void CpuBinding::lend_kept(ThreadContext& self) {
-    const int32_t c = std::exchange(self.kept_cpu, kNone);
+    const int32_t c = std::exchange(self.binding.kept_cpu, kNone);
     // Ending the period makes the CPU ours again (still Running, as lend
     // expects); a monitor that took it meanwhile wins instead.
-    if (c == kNone || !sched_.end_keep(self.slot, self.kept_word)) return;
+    if (c == kNone || !sched_.end_keep(self.slot, self.binding.kept_word)) return;
     lend_held(self, c);
 }
 
@@ -132,7 +146,7 @@ void CpuBinding::lend_held(ThreadContext& self, int32_t c) {
         taker = sched_.policy().lend(c, wakes);
     }
     wakes.flush(sched_.segment());
-    self.lent_cpu = taker == kNone ? c : kNone;
+    self.binding.lent_cpu = taker == kNone ? c : kNone;
 }
 
 bool CpuBinding::reclaim(ThreadContext& self) {
@@ -140,14 +154,14 @@ bool CpuBinding::reclaim(ThreadContext& self) {
 }
 
 bool CpuBinding::reclaim_kept(ThreadContext& self) {
-    const int32_t c = std::exchange(self.kept_cpu, kNone);
-    if (c == kNone || !sched_.end_keep(self.slot, self.kept_word)) return false;
+    const int32_t c = std::exchange(self.binding.kept_cpu, kNone);
+    if (c == kNone || !sched_.end_keep(self.slot, self.binding.kept_word)) return false;
     bind_to(self, c);
     return true;
 }
 
 bool CpuBinding::reclaim_lent(ThreadContext& self) {
-    const int32_t c = std::exchange(self.lent_cpu, kNone);
+    const int32_t c = std::exchange(self.binding.lent_cpu, kNone);
     if (c == kNone) return false;
     WakeList wakes;
     bool back;

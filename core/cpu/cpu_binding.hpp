@@ -44,12 +44,22 @@ class CpuBinding {
     // Before a thread that keeps its affinity runs code of its own: undoes
     // what bind_to() pinned, and applies a mask set while it held its CPU.
     void unpin(ThreadContext& self);
+    // The thread leaves coexec (coexec_block_enter): unpin(), and a mask it
+    // sets itself goes to the kernel until it comes back. Until then it
+    // stays bound to its CPU, so a grant of the same CPU needs no system
+    // call.
+    void go_outside(ThreadContext& self);
+    // Back in coexec, which binds the thread: a mask it sets is remembered
+    // again, and one it set outside is forgotten (the next grant binds it).
+    void come_back(ThreadContext& self);
 
     // The caller keeps its CPU while it runs code of its own, until a
-    // monitor takes it (take_long_kept()).
+    // monitor takes it (take_long_kept()). Its own masks apply as after
+    // lend().
     void keep(ThreadContext& self);
     // The caller lends its CPU: it runs on until someone claims it. Work
-    // already queued for it takes it at once.
+    // already queued for it takes it at once. Only a thread that keeps its
+    // affinity runs with its own mask, and may change it, meanwhile.
     void lend(ThreadContext& self);
     // After keep(): the kept CPU is lent from now on, as by lend(), unless
     // a monitor took it meanwhile.

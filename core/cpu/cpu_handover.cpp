@@ -49,7 +49,8 @@ int32_t CpuHandover::wait_for_cpu(ThreadContext& self) {
     // affinity coexec sets or pins (CpuBinding::bind_to), which moves it
     // there at once; one that keeps a wider mask of its own is pulled by
     // that CPU when it goes idle.
-    const bool yields = std::exchange(self.handed_off, false) && self.hand_back.worth_yielding();
+    const bool yields =
+        std::exchange(self.held.handed_off, false) && self.held.hand_back.worth_yielding();
     const uint64_t start = yields ? now_ns() : 0;
     bool slept = !yields;
     bool waited = false; // on the word: only a wake-up can come late (CpuBinding::woken)
@@ -59,7 +60,7 @@ int32_t CpuHandover::wait_for_cpu(ThreadContext& self) {
         uint32_t seq = th.word.load(std::memory_order_acquire);
         if (int32_t cpu = sched().cpus().take_grant(self.slot); cpu != kNone) {
             assert(holds(self, cpu));
-            if (yields) self.hand_back.learn(!slept && now_ns() - start < kHandBackNs);
+            if (yields) self.held.hand_back.learn(!slept && now_ns() - start < kHandBackNs);
             ready_.withdraw_if_granted(self);
             binding_->bind_to(self, cpu);
             if (waited) binding_->woken(self, cpu);
@@ -84,11 +85,10 @@ CpuHandover::AfterLeaving CpuHandover::leave_cpu(ThreadContext& self, LeaveReaso
                                                  WakeList& wakes, nosv_task** next) {
     const bool can_run = why == LeaveReason::Done;
     if (next) *next = nullptr;
-    const int32_t c = self.cpu;
+    const int32_t c = self.held.cpu;
     assert(holds(self, c));
     if (!can_run) ready_.return_batch(self); // a blocking thread must not sit on work
-    if (nosv_task* t = self.immediate) {
-        self.immediate = nullptr;
+    if (nosv_task* t = self.work.take_immediate()) {
         ready_.count_successor(c, -1);
         return hand_to(self, t, can_run, wakes, next);
     }
@@ -100,8 +100,8 @@ CpuHandover::AfterLeaving CpuHandover::leave_cpu(ThreadContext& self, LeaveReaso
         }
         if (decision == Policy::Next::Other) {
             ready_.return_batch(self);
-            self.cpu = kNone;
-            self.handed_off = !can_run; // as in hand_to()
+            self.held.cpu = kNone;
+            self.held.handed_off = !can_run; // as in hand_to()
             return AfterLeaving::Gone;
         }
     }
@@ -114,7 +114,7 @@ CpuHandover::AfterLeaving CpuHandover::leave_cpu(ThreadContext& self, LeaveReaso
 
 CpuHandover::AfterLeaving CpuHandover::hand_to(ThreadContext& self, nosv_task* t, bool can_run,
                                                WakeList& wakes, nosv_task** next) {
-    const int32_t c = self.cpu;
+    const int32_t c = self.held.cpu;
     assert(holds(self, c));
     // Our own task is made ready only after we leave (step_off_cpu).
     assert(t->thread != &self);
@@ -123,8 +123,8 @@ CpuHandover::AfterLeaving CpuHandover::hand_to(ThreadContext& self, nosv_task* t
         // A teammate that takes our CPU while we wait often hands it back
         // within microseconds (we wait at the barrier it is about to
         // reach): wait_for_cpu() may yield before it sleeps.
-        self.cpu = kNone;
-        self.handed_off = !can_run;
+        self.held.cpu = kNone;
+        self.held.handed_off = !can_run;
         sched().cpus().handoff_within_process(c, t->thread->slot, wakes);
         return AfterLeaving::Gone;
     }
@@ -147,9 +147,9 @@ CpuHandover::AfterLeaving CpuHandover::hand_to(ThreadContext& self, nosv_task* t
         ready_.put_back(t);
         return go_unheld(self, false, wakes);
     }
-    assert(!worker->assigned); // a pool worker has run what it was handed
-    worker->assigned = t;
-    self.cpu = kNone;
+    assert(!worker->held.assigned); // a pool worker has run what it was handed
+    worker->held.assigned = t;
+    self.held.cpu = kNone;
     // The release store of the grant publishes `assigned` to the worker.
     sched().cpus().handoff_within_process(c, worker->slot, wakes);
     return AfterLeaving::Gone;
@@ -157,7 +157,7 @@ CpuHandover::AfterLeaving CpuHandover::hand_to(ThreadContext& self, nosv_task* t
 
 CpuHandover::AfterLeaving CpuHandover::go_unheld(ThreadContext& self, bool can_run,
                                                  WakeList& wakes) {
-    const int32_t c = self.cpu;
+    const int32_t c = self.held.cpu;
     assert(holds(self, c));
     int32_t taker;
     {
@@ -171,11 +171,11 @@ CpuHandover::AfterLeaving CpuHandover::go_unheld(ThreadContext& self, bool can_r
         return AfterLeaving::Continue;
     }
     if (!can_run) {
-        self.cpu = kNone;
+        self.held.cpu = kNone;
         return AfterLeaving::Gone;
     }
     if (taker != kNone) {
-        self.cpu = kNone;
+        self.held.cpu = kNone;
         return AfterLeaving::Pooled; // another process took it and evicted us
     }
     return AfterLeaving::Holding;
@@ -194,17 +194,17 @@ bool CpuHandover::step_off_cpu(ThreadContext& self, LeaveReason why, WakeList& w
 
 void CpuHandover::step_on_cpu(ThreadContext& self, WakeList& wakes) {
     wakes.flush(*segment(), self.slot);
-    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    if (wait_for_cpu(self) == kNone) self.held.cpu = kNone;
     workers_.unblocked(self);
 }
 
 int CpuHandover::cpu_wanted(const ThreadContext& self) const {
-    if (self.cpu == kNone) return 0;
+    if (self.held.cpu == kNone) return 0;
     // Foreign work is looked for either way: a caller may keep its CPU from
     // its own process's work a little longer, never from another process's.
-    const int here = sched().policy().has_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_HERE : 0;
+    const int here = sched().policy().has_work(proc(), self.held.cpu) ? COEXEC_CPU_WANTED_HERE : 0;
     return here |
-           (sched().policy().foreign_work(proc(), self.cpu) ? COEXEC_CPU_WANTED_ELSEWHERE : 0);
+           (sched().policy().foreign_work(proc(), self.held.cpu) ? COEXEC_CPU_WANTED_ELSEWHERE : 0);
 }
 
 int CpuHandover::spare_cpus() const {
@@ -216,65 +216,58 @@ uint64_t CpuHandover::quantum_ns() const {
 }
 
 int CpuHandover::block_enter(ThreadContext& self) {
-    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    if (self.held.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     step_out(self);
     // Outside coexec a mask the thread sets itself goes to the kernel
     // (block_exit then forgets the binding). Until it does, the thread stays
     // bound to this CPU, so a grant of the same CPU needs no system call,
     // and the CPU is the one it asks for first when it comes back.
-    binding_->unpin(self);
-    self.own_affinity_applies = true;
+    binding_->go_outside(self);
     WakeList wakes;
     leave_cpu(self, LeaveReason::Block, wakes);
     wakes.flush(*segment(), self.slot);
-    self.cpu = kNone;
+    self.held.cpu = kNone;
     return NOSV_SUCCESS;
 }
 
 int CpuHandover::lend_cpu(ThreadContext& self) {
-    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    if (self.held.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     // Work already waiting for this CPU (or a successor of ours) gets it now.
-    if (self.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
+    if (self.work.immediate || self.has_batch() || cpu_wanted(self)) return block_enter(self);
     step_out(self);
     binding_->lend(self);
-    // Still bound to its CPU: only a thread that keeps its affinity runs
-    // with its own, and may change it, outside coexec.
-    self.own_affinity_applies = self.keeps_affinity;
     return NOSV_SUCCESS;
 }
 
 int CpuHandover::keep_cpu(ThreadContext& self) {
-    if (self.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
+    if (self.held.cpu == kNone) return NOSV_ERR_INVALID_OPERATION;
     // A successor or a batch of ours must not wait behind code of the user.
-    if (self.immediate || self.has_batch()) return block_enter(self);
+    if (self.work.immediate || self.has_batch()) return block_enter(self);
     step_out(self);
     binding_->keep(self);
-    self.own_affinity_applies = self.keeps_affinity; // as for lend_cpu
     return NOSV_SUCCESS;
 }
 
 int CpuHandover::lend_kept_cpu(ThreadContext& self) {
-    if (self.cpu != kNone || self.current->status.state() != TaskState::Blocked)
+    if (self.held.cpu != kNone || self.work.current->status.state() != TaskState::Blocked)
         return NOSV_ERR_INVALID_OPERATION;
     // Lent, blocked, or a keep already taken: nothing is held back.
-    if (self.kept_cpu != kNone) binding_->lend_kept(self);
+    if (self.binding.kept_cpu != kNone) binding_->lend_kept(self);
     return NOSV_SUCCESS;
 }
 
 void CpuHandover::step_out(ThreadContext& self) {
-    self.current->status.relabel(TaskState::Blocked);
+    self.work.current->status.relabel(TaskState::Blocked);
     workers_.blocked(self);
 }
 
 bool CpuHandover::reclaim_cpu(ThreadContext& self) {
-    nosv_task* t = self.current;
+    nosv_task* t = self.work.current;
     if (t->status.state() != TaskState::Blocked) return false;
-    // Back in coexec, which binds the thread: a mask it sets is remembered.
-    // (Set before the reclaim, whose binding the forget would undo; a
-    // thread whose reclaim fails goes on to block_exit() and no affinity
-    // call in between.)
-    self.own_affinity_applies = false;
-    if (std::exchange(self.affinity.applied_outside, false)) binding_->forget(self);
+    // Before the reclaim, whose binding the forget would undo; a thread
+    // whose reclaim fails goes on to block_exit() and no affinity call in
+    // between.
+    binding_->come_back(self);
     // The cheap way back: no hand-off, no wake-up. A failed reclaim leaves
     // nothing to reclaim, so block_exit() then goes the slow way.
     if (!binding_->reclaim(self)) return false;
@@ -284,13 +277,13 @@ bool CpuHandover::reclaim_cpu(ThreadContext& self) {
 }
 
 int CpuHandover::block_exit(ThreadContext& self) {
-    nosv_task* t = self.current;
+    nosv_task* t = self.work.current;
     if (t->status.state() != TaskState::Blocked) return NOSV_ERR_INVALID_OPERATION;
     if (reclaim_cpu(self)) return NOSV_SUCCESS;
     if (!t->status.transition(TaskState::Blocked, TaskState::Ready))
         return NOSV_ERR_INVALID_OPERATION;
     ready_.make_ready(t, true);
-    if (wait_for_cpu(self) == kNone) self.cpu = kNone;
+    if (wait_for_cpu(self) == kNone) self.held.cpu = kNone;
     workers_.unblocked(self);
     t->status.relabel(TaskState::Running);
     return NOSV_SUCCESS;

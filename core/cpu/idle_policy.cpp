@@ -36,7 +36,7 @@ bool IdlePolicy::hold(ThreadContext& self) {
             stopping_.load(std::memory_order_acquire)) {
             // Evicted to the pool, or stopping: then the worker exits and
             // WorkerPool::finish() releases the CPU it may still hold.
-            self.cpu = kNone;
+            self.held.lost();
             return false;
         }
         uint32_t now = th.word.load(std::memory_order_acquire);
@@ -61,7 +61,7 @@ bool IdlePolicy::hold(ThreadContext& self) {
 
 bool IdlePolicy::sleep_holding(ThreadContext& self) {
     auto& sched = member_.scheduler();
-    const CpuSlot& cpu = member_.segment().cpus[self.cpu];
+    const CpuSlot& cpu = member_.segment().cpus[self.held.cpu];
     WakeList wakes;
     bool still_ours;
     {
@@ -69,7 +69,8 @@ bool IdlePolicy::sleep_holding(ThreadContext& self) {
         still_ours =
             cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) != CpuState::Running;
         // Work queued while we spun is offered now.
-        if (still_ours && sched.policy().hold_idle(self.cpu, /*sleeping=*/true, wakes) != kNone)
+        if (still_ours &&
+            sched.policy().hold_idle(self.held.cpu, /*sleeping=*/true, wakes) != kNone)
             still_ours = false;
     }
     wakes.flush(sched.segment(), self.slot);
@@ -78,13 +79,14 @@ bool IdlePolicy::sleep_holding(ThreadContext& self) {
 
 bool IdlePolicy::offer_own_cpu(ThreadContext& self) {
     auto& sched = member_.scheduler();
-    const CpuSlot& cpu = member_.segment().cpus[self.cpu];
+    const CpuSlot& cpu = member_.segment().cpus[self.held.cpu];
     WakeList wakes;
     bool placed = true; // granted or evicted meanwhile: the caller's loop sees which
     {
         scheduler::SchedulerLock lock(sched, wakes);
         if (cpu.owner_thread.load(rlx) == self.slot && cpu.state.load(rlx) == CpuState::Idle)
-            placed = sched.policy().offer(self.cpu, wakes) != kNone; // to us, or to another process
+            placed =
+                sched.policy().offer(self.held.cpu, wakes) != kNone; // to us, or to another process
     }
     wakes.flush(sched.segment(), self.slot);
     return placed;

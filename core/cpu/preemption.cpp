@@ -93,15 +93,14 @@ void Preemption::on_signal(int) {
 }
 
 void Preemption::lend_while_asleep(ThreadContext& self) {
-    nosv_task* t = self.current;
-    if (self.cpu == kNone || !t || self.immediate || self.has_batch() || t->par.active() ||
-        !handover_.holds(self, self.cpu))
+    nosv_task* t = self.work.current;
+    if (self.held.cpu == kNone || !t || self.work.immediate || self.has_batch() ||
+        t->par.active() || !handover_.holds(self, self.held.cpu))
         return;
     // CpuHandover::lend_cpu() without its hand-off to waiting work, which may
     // start a thread: async-signal context allows only the segment's lock.
     handover_.step_out(self);
     binding_->lend(self);
-    self.own_affinity_applies = self.keeps_affinity;
     program_thread_lent_asleep();
 }
 
@@ -109,11 +108,12 @@ void Preemption::give_way(ThreadContext& self) {
     // Async-signal context: no allocation and no lock but the segment's
     // (which a depth-0 thread cannot hold). The task stays Running: to a
     // resume that races with this, it is a running task.
-    const int32_t c = self.cpu;
-    nosv_task* t = self.current;
+    const int32_t c = self.held.cpu;
+    nosv_task* t = self.work.current;
     // A parallel execution has no thread of its own to resume on: it runs
     // to its end (other processes get the CPU between executions).
-    if (c == kNone || !t || self.immediate || t->par.active() || !handover_.holds(self, c)) return;
+    if (c == kNone || !t || self.work.immediate || t->par.active() || !handover_.holds(self, c))
+        return;
     auto& sched = member_.scheduler();
     WakeList wakes;
     bool gave = false;
@@ -130,13 +130,13 @@ void Preemption::give_way(ThreadContext& self) {
             gave = true;
             ready_.push_unplaced(t);
         }
-        if (gave) self.cpu = kNone;
+        if (gave) self.held.lost();
     }
     wakes.flush(sched.segment());
     if (!gave) return;
     sched.procs().count_preemption(proc());
     workers_.blocked(self);
-    if (handover_.wait_for_cpu(self) == kNone) self.cpu = kNone;
+    if (handover_.wait_for_cpu(self) == kNone) self.held.lost();
     workers_.unblocked(self);
 }
 

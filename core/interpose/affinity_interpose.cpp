@@ -166,7 +166,7 @@ int set_visible(AffinityRegistry& reg, AffinityRecord& rec, const Target& t, siz
                 const cpu_set_t* mask) {
     cpu_set_t want;
     if (int err = read_new_mask(reg, size, mask, want)) return err;
-    const bool apply = t.self && self_context()->own_affinity_applies;
+    const bool apply = t.self && self_context()->binding.own_affinity_applies;
     return reg.remember(rec, want, apply);
 }
 

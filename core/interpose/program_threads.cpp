@@ -147,7 +147,7 @@ COEXEC_HOST_API int coexec_host_this_thread(void) {
     Runtime* rt = Runtime::get();
     if (!rt) return NOSV_ERR_NOT_INITIALIZED;
     ThreadContext* self = this_thread_context();
-    if (!self || !self->attached) return NOSV_ERR_OUTSIDE_TASK;
+    if (!self || !self->attach.attached) return NOSV_ERR_OUTSIDE_TASK;
     find_coexec_code();
     rt->preemption().host_program_thread(*self);
     t_hosted = true;
@@ -180,7 +180,7 @@ COEXEC_HOST_API int coexec_host_call(const void* caller) {
         return 0;
     int kinds = t_hosted ? COEXEC_HOST_PROGRAM : 0;
     const ThreadContext* self = this_thread_context();
-    if (self && self->current && (self->cpu != coexec::shm::kNone || t_lent_asleep))
+    if (self && self->work.current && (self->held.cpu != coexec::shm::kNone || t_lent_asleep))
         kinds |= COEXEC_HOST_LOCKER;
     return kinds;
 }
@@ -189,7 +189,7 @@ COEXEC_HOST_API int coexec_host_reclaim_cpu(void) {
     RuntimeSection section;
     Runtime* rt = Runtime::get();
     ThreadContext* self = rt ? this_thread_context() : nullptr;
-    return self && self->current && rt->handover().reclaim_cpu(*self) ? 1 : 0;
+    return self && self->work.current && rt->handover().reclaim_cpu(*self) ? 1 : 0;
 }
 
 COEXEC_HOST_API int coexec_host_take_lent_asleep(void) {

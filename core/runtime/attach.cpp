@@ -14,13 +14,13 @@ using scheduler::WakeList;
 int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char* label,
                     bool keeps_affinity) {
     auto ctx = std::make_unique<ThreadContext>();
-    ctx->attached = true;
-    ctx->keeps_affinity = keeps_affinity;
+    ctx->attach.attached = true;
+    ctx->attach.keeps_affinity = keeps_affinity;
     // Each attached thread's task has a type of its own, so that the type's
     // label is the attach label (as nosv_get_task_type_label reports it).
-    ctx->attach_type = std::make_unique<nosv_task_type>(external_type_);
-    if (label) ctx->attach_type->label = label;
-    nosv_task* t = ready_.new_task(ctx->attach_type.get(), 0);
+    ctx->attach.type = std::make_unique<nosv_task_type>(external_type_);
+    if (label) ctx->attach.type->label = label;
+    nosv_task* t = ready_.new_task(ctx->attach.type.get(), 0);
     if (!t) return NOSV_ERR_OUT_OF_MEMORY;
     // From here on the thread shows the mask it has now (the kernel's: the
     // system call, not libcoexec's own sched_getaffinity). Listed before its
@@ -44,9 +44,8 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
     if (affinity) t->affinity = *affinity;
     t->thread = ctx.get();
     t->status.reset(TaskState::Ready);
-    ctx->current = t;
-    ctx->attach_task = t;
-    ctx->shown_type = ctx->attach_type.get(); // the slot already shows the attach label
+    ctx->attach.task = t;
+    ctx->work.run_attached(t, ctx->attach.type.get()); // the slot already shows the attach label
     ThreadContext* raw = ctx.release();
     this_thread_context() = raw;
     binding_->adopt(*raw);
@@ -59,9 +58,9 @@ int Runtime::attach(nosv_task** out, const nosv_affinity_t* affinity, const char
 
 int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     ready_.flush_window(self);
-    nosv_task* t = self.current;
+    nosv_task* t = self.work.current;
     WakeList wakes;
-    if (self.cpu != kNone) handover_.leave_cpu(self, CpuHandover::LeaveReason::Block, wakes);
+    if (self.held.cpu != kNone) handover_.leave_cpu(self, CpuHandover::LeaveReason::Block, wakes);
     {
         // Also a CPU the thread still keeps or lends (detached between
         // coexec_keep_cpu or coexec_lend_cpu and coexec_block_exit).
@@ -77,7 +76,8 @@ int Runtime::detach(ThreadContext& self, bool restore_affinity) {
     using Restore = AffinityRegistry::Restore;
     Restore how = Restore::no;
     if (restore_affinity)
-        how = !self.keeps_affinity || self.pinned ? Restore::yes : Restore::if_changed;
+        how =
+            !self.attach.keeps_affinity || self.binding.pinned ? Restore::yes : Restore::if_changed;
     affinity_.remove(self.affinity, how);
     binding_->release(self);
     ready_.delete_task(t);

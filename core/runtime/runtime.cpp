@@ -246,7 +246,8 @@ void Runtime::monitor_main() {
 }
 
 void Runtime::stop() {
-    if (ThreadContext* self = this_thread_context(); self && self->attached) detach(*self, true);
+    if (ThreadContext* self = this_thread_context(); self && self->attach.attached)
+        detach(*self, true);
     stopping_.store(true, std::memory_order_release);
     tasks_.stop_timers(); // no timer resumes a task from here on
     preemption_.uninstall();

@@ -69,8 +69,8 @@ void TaskOps::finish_join(JoinState& join) {
 
 int TaskOps::join_wait(nosv_task* const* tasks, size_t n, uint64_t timeout_ns) {
     ThreadContext* self = this_thread_context();
-    nosv_task* caller = self ? self->current : nullptr;
-    const bool holds_cpu = self && self->cpu != kNone;
+    nosv_task* caller = self ? self->work.current : nullptr;
+    const bool holds_cpu = self && self->held.cpu != kNone;
     // A task on its CPU waits without it. A coexec thread holding a CPU
     // with no task (a completed callback on a worker) cannot give the CPU
     // away, and sleeping on it could starve the very task it waits for.

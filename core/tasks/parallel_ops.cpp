@@ -13,8 +13,8 @@ void TaskOps::run_execution(ThreadContext& self, nosv_task* task) {
     // The task is never bound to this thread (task->thread): its other
     // executions run on other threads meanwhile, and it cannot block.
     if (const int64_t id = task->par.start(); id >= 0) {
-        self.current = task;
-        self.execution_id = uint32_t(id);
+        self.work.current = task;
+        self.work.execution_id = uint32_t(id);
         show_label(self, task->type);
         {
             UserSection body;
@@ -22,15 +22,15 @@ void TaskOps::run_execution(ThreadContext& self, nosv_task* task) {
             if (task->type->end) task->type->end(task); // once per execution, as in nOS-V
         }
         ready_.end_window(self);
-        self.current = nullptr;
-        self.execution_id = 0;
+        self.work.current = nullptr;
+        self.work.execution_id = 0;
     }
     // The last execution to end (with no events pending) completes the task.
     release_events(task, 1);
 }
 
 int TaskOps::cancel(ThreadContext& self) {
-    nosv_task* t = self.current;
+    nosv_task* t = self.work.current;
     if (!t->par.cancel()) return NOSV_ERR_INVALID_OPERATION;
     if (!t->par.active()) return NOSV_SUCCESS; // an ordinary run: nothing else to stop
     const uint32_t withdrawn = ready_.withdraw(t);

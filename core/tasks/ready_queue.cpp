@@ -46,7 +46,7 @@ nosv_task* ReadyQueue::Fifo::pop_warm(int cpu) {
     for (auto& [priority, q] : by_priority_) {
         if (q.empty()) continue;
         nosv_task* head = q.front();
-        auto warm = [cpu](const nosv_task* t) { return t->thread && t->thread->last_cpu == cpu; };
+        auto warm = [cpu](const nosv_task* t) { return t->thread && t->thread->held.last == cpu; };
         if (!warm(head) && (head != passed_head_ || passes_ < kMaxPasses)) {
             const size_t n = std::min(q.size(), kLookahead);
             for (size_t i = 1; i < n; ++i) {

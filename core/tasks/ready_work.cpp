@@ -88,12 +88,12 @@ void ReadyWork::withdraw_if_granted(ThreadContext& self) {
     // Not claimed: the grant came from a popper, or a popper took the task
     // after a direct grant and closed the word (receive_claimed() orders us
     // after that popper's reads).
-    if (!self.current || !sched().procs().receive_claimed(self.slot)) return;
+    if (!self.work.current || !sched().procs().receive_claimed(self.slot)) return;
     std::lock_guard guard(queue_lock_);
     // Under queue_lock_: a popper that took the task first closed the word.
     if (sched().procs().close_receiver(self.slot)) {
         [[maybe_unused]] const bool removed =
-            queue_->remove(self.current, placement_of(self.current->affinity));
+            queue_->remove(self.work.current, placement_of(self.work.current->affinity));
         assert(removed);
     }
 }
@@ -101,27 +101,28 @@ void ReadyWork::withdraw_if_granted(ThreadContext& self) {
 nosv_task* ReadyWork::next_for_worker(ThreadContext& self) {
     // A task handed over with the CPU comes first, whichever path the grant
     // reached us on (a pool wait, or an idle hold we were just evicted from).
-    if (self.assigned) return std::exchange(self.assigned, nullptr);
-    if (self.has_batch()) return self.batch[self.batch_next++];
+    if (self.held.assigned) return self.held.take_assigned();
+    if (self.has_batch()) return self.pending.batch[self.pending.batch_next++];
     if (segment()->procs[proc()].ready_total.load(rlx) <= 0) return nullptr;
     std::lock_guard guard(queue_lock_);
     size_t n;
     do { // a task on its own thread comes alone (pop_batch)
-        n = queue_->pop_batch(self.cpu, member_.numa_of_cpu(self.cpu), self.batch,
-                              ThreadContext::kBatch);
-    } while (n == 1 && !claimed_by_us(self.batch[0]));
-    self.batch_next = n ? 1 : 0;
-    self.batch_end = n;
-    return n ? self.batch[0] : nullptr;
+        n = queue_->pop_batch(self.held.cpu, member_.numa_of_cpu(self.held.cpu), self.pending.batch,
+                              ThreadContext::Pending::kBatch);
+    } while (n == 1 && !claimed_by_us(self.pending.batch[0]));
+    self.pending.batch_next = n ? 1 : 0;
+    self.pending.batch_end = n;
+    return n ? self.pending.batch[0] : nullptr;
 }
 
 void ReadyWork::return_batch(ThreadContext& self) {
     if (!self.has_batch()) return;
     {
         std::lock_guard guard(queue_lock_);
-        queue_->unpop(self.batch + self.batch_next, self.batch_end - self.batch_next);
+        queue_->unpop(self.pending.batch + self.pending.batch_next,
+                      self.pending.batch_end - self.pending.batch_next);
     }
-    self.batch_next = self.batch_end = 0;
+    self.pending.batch_next = self.pending.batch_end = 0;
 }
 
 void ReadyWork::make_ready(nosv_task* task, bool front) {
@@ -206,21 +207,21 @@ void ReadyWork::make_ready_parallel(nosv_task* task) {
 }
 
 void ReadyWork::set_submit_window(ThreadContext& self, size_t size) {
-    self.window_size = uint32_t(std::min<size_t>(size, UINT32_MAX));
+    self.pending.window_size = uint32_t(std::min<size_t>(size, UINT32_MAX));
     // As in nOS-V, a window of one submits at once: what it held goes now.
     if (size == 1) flush_window(self);
 }
 
 void ReadyWork::end_window(ThreadContext& self) {
     flush_window(self);
-    self.window_size = 1;
+    self.pending.window_size = 1;
 }
 
 void ReadyWork::flush_held(ThreadContext& self) {
     // make_ready() never submits, so the window does not grow meanwhile.
-    for (auto& [task, front] : self.window)
+    for (auto& [task, front] : self.pending.window)
         ready_submitted(task, front);
-    self.window.clear(); // keeps its capacity for the next batch
+    self.pending.window.clear(); // keeps its capacity for the next batch
 }
 
 void ReadyWork::put_back(nosv_task* t) {

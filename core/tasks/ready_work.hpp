@@ -72,12 +72,27 @@ class ReadyWork {
     // Makes the submits held in the calling thread's window ready (inline:
     // most calls find it empty, on paths as hot as pause).
     void flush_window(ThreadContext& self) {
-        if (!self.window.empty()) flush_held(self);
+        if (!self.pending.window.empty()) flush_held(self);
     }
     // For the calling task (size > 0).
     void set_submit_window(ThreadContext& self, size_t size);
     // The running body ends: its window is flushed and back to size 1.
     void end_window(ThreadContext& self);
+    // Whether the calling task's window holds submits back (size > 1).
+    bool window_holds(const ThreadContext& self) const { return self.pending.window_size > 1; }
+    // The calling task's window holds `task` back (with its UNLOCKED hint)
+    // until it is full, then flushes it.
+    void hold_back(ThreadContext& self, nosv_task* task, bool unlocked) {
+        self.pending.window.emplace_back(task, unlocked);
+        if (self.pending.window.size() >= self.pending.window_size) flush_held(self);
+    }
+    // An inline task runs on the caller's thread with a window of its own,
+    // of size 1 unless it sets one: returns the caller's size, which
+    // restore_window() puts back when the inline task is done.
+    uint32_t open_inline_window(ThreadContext& self) {
+        return std::exchange(self.pending.window_size, 1);
+    }
+    void restore_window(ThreadContext& self, uint32_t size) { self.pending.window_size = size; }
 
   private:
     scheduler::SharedScheduler& sched() const { return member_.scheduler(); }

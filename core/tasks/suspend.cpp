@@ -129,11 +129,12 @@ void TaskOps::suspend_after_body(ThreadContext& self, nosv_task* t) {
         // resumed after a pause, or a successor already set: the front of
         // the queue. args 1: behind every ready task, as nosv_yield.
         const bool next_here =
-            s.args == 0 && fresh_on_worker && self.worker && self.cpu != kNone && !self.immediate &&
-            ready_.placement_of(t->affinity).allows(segment()->cpus[self.cpu], self.cpu);
+            s.args == 0 && fresh_on_worker && self.worker && self.held.cpu != kNone &&
+            !self.work.immediate &&
+            ready_.placement_of(t->affinity).allows(segment()->cpus[self.held.cpu], self.held.cpu);
         if (next_here) {
-            self.immediate = t;
-            ready_.count_successor(self.cpu, +1);
+            self.work.immediate = t;
+            ready_.count_successor(self.held.cpu, +1);
         } else {
             ready_.make_ready(t, s.args == 0);
         }
@@ -202,8 +203,8 @@ COEXEC_API int nosv_set_suspend_mode(nosv_suspend_mode_t suspend_mode, uint64_t 
     default:
         return NOSV_ERR_INVALID_PARAMETER;
     }
-    self->current->suspend.mode = static_cast<uint8_t>(mode);
-    self->current->suspend.args = args;
+    self->work.current->suspend.mode = static_cast<uint8_t>(mode);
+    self->work.current->suspend.args = args;
     return NOSV_SUCCESS;
 }
 
@@ -213,9 +214,9 @@ COEXEC_API int nosv_suspend(void) {
     if (c.error) return c.error;
     ThreadContext* self = c.self;
     // An attached thread's task has no body that could return.
-    if (self->current->type->external) return NOSV_ERR_INVALID_OPERATION;
+    if (self->work.current->type->external) return NOSV_ERR_INVALID_OPERATION;
     // Nor has one execution of a parallel task: the others share the body.
     if (coexec::core::in_parallel_execution(self)) return NOSV_ERR_INVALID_OPERATION;
-    self->current->suspend.requested = true;
+    self->work.current->suspend.requested = true;
     return NOSV_SUCCESS;
 }

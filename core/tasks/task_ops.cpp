@@ -27,7 +27,7 @@ constexpr auto acq = std::memory_order_acquire;
 
 int TaskOps::submit(nosv_task* t, nosv_flags_t flags) {
     ThreadContext* self = this_thread_context();
-    nosv_task* caller = self ? self->current : nullptr;
+    nosv_task* caller = self ? self->work.current : nullptr;
     if ((flags & (NOSV_SUBMIT_BLOCKING | NOSV_SUBMIT_INLINE)) && !caller)
         return NOSV_ERR_OUTSIDE_TASK;
 
@@ -40,10 +40,10 @@ int TaskOps::submit(nosv_task* t, nosv_flags_t flags) {
         if (t->par.flagged() || t->par.degree() < 0) t->par.arm();
         ready_.flush_window(*self); // as in nOS-V: what the caller held back goes first
         // The inline task has a window of its own (size 1 unless it sets one).
-        const uint32_t caller_window = std::exchange(self->window_size, 1);
+        const uint32_t caller_window = ready_.open_inline_window(*self);
         run_task(*self, t);
-        self->window_size = caller_window;
-        self->current = caller;
+        ready_.restore_window(*self, caller_window);
+        self->work.current = caller;
         show_label(*self, caller->type);
         return NOSV_SUCCESS;
     }
@@ -89,20 +89,20 @@ int TaskOps::submit(nosv_task* t, nosv_flags_t flags) {
     // callback on a worker (no task bound then), once the callback returns.
     // As in nOS-V, a later successor takes the place of an earlier one,
     // which becomes an ordinary ready task.
-    bool immediate = (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->cpu != kNone && !t->thread &&
-                     !t->par.active() &&
-                     ready_.placement_of(t->affinity).allows(segment()->cpus[self->cpu], self->cpu);
+    bool immediate =
+        (flags & NOSV_SUBMIT_IMMEDIATE) && self && self->held.cpu != kNone && !t->thread &&
+        !t->par.active() &&
+        ready_.placement_of(t->affinity).allows(segment()->cpus[self->held.cpu], self->held.cpu);
     if (immediate) {
-        if (nosv_task* earlier = std::exchange(self->immediate, t)) {
+        if (nosv_task* earlier = std::exchange(self->work.immediate, t)) {
             ready_.make_ready(earlier, false); // the CPU's count of waiting work stays
         } else {
-            ready_.count_successor(self->cpu, +1);
+            ready_.count_successor(self->held.cpu, +1);
         }
-    } else if (caller && self->window_size > 1 && !(flags & NOSV_SUBMIT_BLOCKING)) {
+    } else if (caller && ready_.window_holds(*self) && !(flags & NOSV_SUBMIT_BLOCKING)) {
         // The calling task's submit window holds it until it is full (or
         // flushed: nosv_flush_submit_window, or the task leaves its CPU).
-        self->window.emplace_back(t, flags & NOSV_SUBMIT_UNLOCKED);
-        if (self->window.size() >= self->window_size) ready_.flush_window(*self);
+        ready_.hold_back(*self, t, flags & NOSV_SUBMIT_UNLOCKED);
     } else if (t->par.active()) {
         ready_.make_ready_parallel(t);
     } else {
@@ -114,7 +114,7 @@ int TaskOps::submit(nosv_task* t, nosv_flags_t flags) {
 
 int TaskOps::pause(ThreadContext& self) {
     ready_.flush_window(self); // held submits must not wait for this task
-    nosv_task* t = self.current;
+    nosv_task* t = self.work.current;
     // A submit that arrived before the pause paid for it.
     if (t->status.pay()) return NOSV_SUCCESS;
     // The task stays Running until the thread is off its CPU: a submit
@@ -128,8 +128,8 @@ int TaskOps::pause(ThreadContext& self) {
 }
 
 int TaskOps::yield(ThreadContext& self) {
-    const int32_t c = self.cpu;
-    if (!self.immediate && !sched().policy().has_work(proc(), c) &&
+    const int32_t c = self.held.cpu;
+    if (!self.work.immediate && !sched().policy().has_work(proc(), c) &&
         !sched().policy().foreign_work(proc(), c))
         return NOSV_SUCCESS;
     WakeList wakes;
@@ -139,13 +139,13 @@ int TaskOps::yield(ThreadContext& self) {
     }
     // The task stays Running while it waits: a submit meanwhile is banked,
     // and its next pause returns at once.
-    ready_.make_ready(self.current, false);
+    ready_.make_ready(self.work.current, false);
     handover_.step_on_cpu(self, wakes);
     return NOSV_SUCCESS;
 }
 
 int TaskOps::schedpoint(ThreadContext& self) {
-    const int32_t c = self.cpu;
+    const int32_t c = self.held.cpu;
     // Another process waits for this CPU and our process's turn is over.
     if (sched().policy().foreign_work(proc(), c) && sched().policy().turn_over(c, proc(), now_ns()))
         return yield(self);
@@ -156,13 +156,13 @@ int TaskOps::schedpoint(ThreadContext& self) {
     // higher-priority task goes first at once.
     if (!sched().policy().has_work(proc(), c)) return NOSV_SUCCESS;
     if (sched().cpus().stint_over(c, now_ns())) return yield(self);
-    const bool higher = ready_.top_priority(c) > self.current->priority;
+    const bool higher = ready_.top_priority(c) > self.work.current->priority;
     return higher ? yield(self) : NOSV_SUCCESS;
 }
 
 int TaskOps::waitfor(ThreadContext& self, uint64_t ns, uint64_t* actual_ns) {
     ready_.flush_window(self);
-    nosv_task* t = self.current;
+    nosv_task* t = self.work.current;
     const uint64_t start = now_ns();
     // A DEADLINE_WAKE that came before (even before the task ran) ends this
     // wait at once: the task keeps its CPU.

@@ -1,6 +1,6 @@
 // The task operations behind the C API: nosv_submit, pause, yield,
 // schedpoint and waitfor (task_ops.cpp); a body's run and its task's
-// completion (cpu/worker_loop.cpp); joinable tasks (join.cpp); parallel
+// completion (task_run.cpp); joinable tasks (join.cpp); parallel
 // tasks (parallel_ops.cpp); suspensions (suspend.cpp).
 #pragma once
 
@@ -32,7 +32,7 @@ class TaskOps {
     // Completes `task` if its last event is gone.
     void release_events(nosv_task* task, uint64_t count);
 
-    // ---- running bodies (cpu/worker_loop.cpp) --------------------------
+    // ---- running bodies (task_run.cpp) ----------------------------------
     // Runs `task` (one execution of it, if parallel) on the calling thread.
     void run_task(ThreadContext& self, nosv_task* task);
 

@@ -135,7 +135,7 @@ TEST_F(QueueTest, TasksOnThreadsAndFreshTasksKeepArrivalOrder) {
 TEST_F(QueueTest, ACpuPrefersATaskWhoseThreadRanThereLast) {
     coexec::core::ThreadContext threads[6];
     for (int i = 0; i < 6; ++i) {
-        threads[i].last_cpu = i == 2 || i == 5 ? 1 : 0;
+        threads[i].held.last = i == 2 || i == 5 ? 1 : 0;
         tasks[i].thread = &threads[i];
         q.push(t(i), {}, false);
     }
@@ -152,7 +152,7 @@ TEST_F(QueueTest, ACpuPrefersATaskWhoseThreadRanThereLast) {
 TEST_F(QueueTest, ATaskFourPlacesBackIsNotTakenOutOfOrder) {
     coexec::core::ThreadContext threads[5];
     for (int i = 0; i < 5; ++i) {
-        threads[i].last_cpu = i == 4 ? 1 : 0;
+        threads[i].held.last = i == 4 ? 1 : 0;
         tasks[i].thread = &threads[i];
         q.push(t(i), {}, false);
     }
@@ -164,7 +164,7 @@ TEST_F(QueueTest, ATaskFourPlacesBackIsNotTakenOutOfOrder) {
 TEST_F(QueueTest, AHeadIsPassedOverAtMostFourTimesInARow) {
     coexec::core::ThreadContext threads[4];
     for (int i = 0; i < 4; ++i) {
-        threads[i].last_cpu = i == 0 ? 1 : 0;
+        threads[i].held.last = i == 0 ? 1 : 0;
         tasks[i].thread = &threads[i];
         q.push(t(i), {}, false);
     }

@@ -28,19 +28,20 @@ try:
     rt = sym.value()["_M_b"]["_M_p"]
     gdb.write("runtime %s\n" % rt)
     r = rt.dereference()
-    slots = r["by_slot_"]["_M_impl"]
+    slots = r["workers_"]["by_slot_"]["_M_impl"]
     n = int(slots["_M_finish"] - slots["_M_start"])
     for i in range(n):
         ctx = slots["_M_start"][i]
         if int(ctx) == 0:
             continue
         c = ctx.dereference()
-        batch = [str(c["batch"][k]) for k in range(int(c["batch_next"]), int(c["batch_end"]))]
+        p, h, b, w = c["pending"], c["held"], c["binding"], c["work"]
+        batch = [str(p["batch"][k]) for k in range(int(p["batch_next"]), int(p["batch_end"]))]
         gdb.write("context slot %d: worker %s attached %s cpu %s lent %s kept %s current %s "
-                  "assigned %s immediate %s batch %s\n" % (i, c["worker"], c["attached"],
-                  c["cpu"], c["lent_cpu"], c["kept_cpu"], c["current"], c["assigned"],
-                  c["immediate"], batch))
-    q = r["queue_"]
+                  "assigned %s immediate %s batch %s\n" % (i, c["worker"], c["attach"]["attached"],
+                  h["cpu"], b["lent_cpu"], b["kept_cpu"], w["current"], h["assigned"],
+                  w["immediate"], batch))
+    q = r["ready_"]["queue_"]
     qt = q.type.template_argument(0)
     gdb.write("queue = %s\n" % q.address.cast(qt.pointer().pointer()).dereference().dereference())
 except gdb.error as e:
