@@ -89,7 +89,7 @@ struct ThreadContext {
     } work;
 
     // ---- ready work the thread holds back. Owner: ReadyWork
-    // (core/tasks/ready_work.cpp).
+    // (core/tasks/ready_work.hpp, ready_work.cpp).
     struct Pending {
         // Tasks a worker took from a long queue in one go (see pop_batch);
         // they go back to the queue before the worker blocks or loses its
