@@ -6,6 +6,7 @@
 #include "scheduler/process_table.hpp"
 
 #include "scheduler/cpu_table.hpp"
+#include "scheduler/fixed_text.hpp"
 #include "scheduler/receive_word.hpp"
 #include "scheduler/thread_word.hpp"
 
@@ -23,13 +24,6 @@ using namespace coexec::shm;
 
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
-
-// Copies text into a fixed field of the segment, cut to fit, NUL-padded.
-template <size_t N>
-void copy_text(char (&field)[N], std::string_view text) {
-    std::memset(field, 0, N);
-    text.copy(field, N - 1);
-}
 } // namespace
 
 LabelClass classify_label(std::string_view label) {

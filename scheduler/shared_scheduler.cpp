@@ -5,6 +5,7 @@
 // recovery count (repair()).
 #include "scheduler/shared_scheduler.hpp"
 
+#include "scheduler/fixed_text.hpp"
 #include "shm/clock.hpp"
 
 #include <cstdint>
@@ -17,13 +18,6 @@ using namespace coexec::shm;
 
 namespace {
 constexpr auto rlx = std::memory_order_relaxed;
-
-// Copies text into a fixed field of the segment, cut to fit, NUL-padded.
-template <size_t N>
-void copy_text(char (&field)[N], std::string_view text) {
-    std::memset(field, 0, N);
-    text.copy(field, N - 1);
-}
 } // namespace
 
 void SharedScheduler::format(const Discovery& found, const SegmentConfig& config) {
