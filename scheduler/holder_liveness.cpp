@@ -53,7 +53,7 @@ std::vector<Suspect> find_suspects(const SharedScheduler& sched, uint64_t now) {
         if (!sched.policy().foreign_work(p, c)) continue; // nobody is kept from it
         const ProcSlot& proc = s.procs[p];
         Suspect x{c, t, p, proc.pid, s.threads[t].tid.load(rlx), cpu.since_ns.load(rlx), false, 0};
-        if (!process_alive(x.pid, proc.start_time)) {
+        if (!MemberWatch::member_alive(proc)) {
             x.dead = true;
             found.push_back(x);
             continue;

@@ -17,6 +17,29 @@ void MemberWatch::beat(int32_t proc, uint64_t now) {
     s_.procs[proc].alive_ns.store(now, rlx);
 }
 
+void MemberWatch::monitor_started(int32_t proc, pid_t tid) {
+    s_.procs[proc].monitor_tid.store(tid, rlx);
+}
+
+void MemberWatch::monitor_ends(int32_t proc) {
+    // Release, before the thread ends: a look-up that finds the thread gone
+    // and then reads the word again (acquire) reads 0 (look_up()).
+    s_.procs[proc].monitor_tid.store(0, std::memory_order_release);
+}
+
+DeadMembers MemberWatch::remnants_of(pid_t pid, uint64_t start_time) const {
+    DeadMembers left;
+    // Lock-free walk, as find_dead(): reap() frees a member only if its
+    // slot still names it, under the lock.
+    any_alive(s_.header, [&](int32_t p) {
+        const ProcSlot& slot = s_.procs[p];
+        if (slot.pid == pid && slot.start_time == start_time)
+            left.push_back({p, slot.pid, slot.start_time});
+        return false;
+    });
+    return left;
+}
+
 DeadMembers MemberWatch::find_dead(uint64_t now, uint64_t fresh_ns) {
     DeadMembers dead;
     // Lock-free walk: a stale list only misses a member until the next
@@ -51,8 +74,7 @@ bool MemberWatch::oldest_member_alive() const {
     if (h.alive_count <= 0) return false;
     const int32_t oldest = h.alive[0];
     if (oldest < 0 || oldest >= kMaxProcs) return false;
-    const ProcSlot& p = s_.procs[oldest];
-    return process_alive(p.pid, p.start_time);
+    return member_alive(s_.procs[oldest]);
 }
 
 bool MemberWatch::claim_reap(uint64_t now, uint64_t interval_ns) {
@@ -76,8 +98,23 @@ void MemberWatch::look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMember
     // for until its beat goes stale again.
     if (now > seen && !slot.alive_ns.compare_exchange_strong(seen, now, rlx) && stale_ns != 0)
         return;
-    const DeadMember m{p, slot.pid, slot.start_time};
-    if (!process_alive(m.pid, m.start_time)) dead.push_back(m);
+    if (!member_alive(slot)) dead.push_back({p, slot.pid, slot.start_time});
+}
+
+bool MemberWatch::member_alive(const ProcSlot& slot) {
+    return process_alive(slot.pid, slot.start_time) && image_alive(slot, slot.pid);
+}
+
+bool MemberWatch::image_alive(const ProcSlot& slot, pid_t pid) {
+    // Relaxed first read: a monitor that starts after it only leaves the
+    // process to be trusted as a whole, as before its monitor ran.
+    const pid_t monitor = slot.monitor_tid.load(rlx);
+    if (monitor <= 0 || thread_alive(pid, monitor)) return true;
+    // The monitor is gone. It clears the word before it ends when the
+    // process stops (monitor_ends(), release); a word still naming it after
+    // the thread is gone (acquire) means the thread ended without doing so:
+    // execve() ended it, with the image that registered.
+    return slot.monitor_tid.load(std::memory_order_acquire) != monitor;
 }
 
 bool MemberWatch::claim_interval(std::atomic<uint64_t>& mark, uint64_t now, uint64_t interval_ns) {

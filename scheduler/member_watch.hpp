@@ -2,8 +2,14 @@
 // that find the dead ones, and the system-wide elections that keep those
 // look-ups (and the entry check) rare. Lock-free throughout; freeing what a
 // dead member held is SharedScheduler::reap()'s, under the lock. The only
-// writer of ProcSlot::alive_ns after registration, and of the reap and
-// entry-check marks but for reap()'s own.
+// writer of ProcSlot::alive_ns and ProcSlot::monitor_tid after
+// registration, and of the reap and entry-check marks but for reap()'s own.
+//
+// A member is dead when its process is gone (its pid no longer names the
+// process that started at its start time), and also when the process
+// replaced its image with execve(): the pid and start time stay, but every
+// thread of the old image is gone, its monitor with it, and what the old
+// image held would otherwise stay held for as long as the process runs.
 #pragma once
 
 #include "shm/layout.hpp"
@@ -40,6 +46,18 @@ class MemberWatch {
 
     // By the process itself (its monitor, once a period): it runs.
     void beat(int32_t proc, uint64_t now);
+    // By the monitor thread of `proc` when it starts: from then on the
+    // member is alive only while thread `tid` is. And by that thread as its
+    // last act when the process stops (monitor_ends()): the process is then
+    // alive while it runs, as before its monitor started, until it leaves.
+    void monitor_started(int32_t proc, pid_t tid);
+    void monitor_ends(int32_t proc);
+    // Lock-free, by a process about to register: the members that an
+    // earlier image of this very process (`pid` started at `start_time`)
+    // left when it called execve(), without a /proc read: one process has
+    // one image, so they cannot run. Assumes one membership per process in
+    // a segment, which is what the runtime (a process-wide singleton) makes.
+    DeadMembers remnants_of(pid_t pid, uint64_t start_time) const;
     // Reads /proc: the members that died. A member whose beat (or another's
     // vouching) is younger than `fresh_ns` at `now` is taken to run and not
     // looked up (0: every member is); one found alive is vouched for, so
@@ -55,6 +73,11 @@ class MemberWatch {
     // elected: a dead holder keeps CPUs from everyone, so every waiter
     // looks, and a reaper the kernel does not run delays no one.
     DeadMembers dead_holders(int32_t self, uint64_t now, uint64_t stale_ns);
+    // Reads /proc. Whether the member in `slot` still runs: its process
+    // (pid and start time) and, within it, the image that joined. What
+    // every liveness verdict on a member uses (look-ups, the holder check,
+    // `coexec top` and `reset`).
+    static bool member_alive(const shm::ProcSlot& slot);
     // Reads /proc. Whether the oldest member still runs: when it does the
     // segment is in use; when it died, a sweep (find_dead()) finds the
     // others.
@@ -80,6 +103,10 @@ class MemberWatch {
     // several callers in one stale period, one looks it up and vouches for
     // it.
     void look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMembers& dead);
+    // Whether the image of the process that registered `slot` still runs,
+    // given that process `pid` does: its monitor thread, once it has one,
+    // has not ended without saying so (monitor_ends()). Reads /proc.
+    static bool image_alive(const shm::ProcSlot& slot, pid_t pid);
     // True when `mark` is at least `interval_ns` before `now` and this
     // caller moved it to `now` first.
     static bool claim_interval(std::atomic<uint64_t>& mark, uint64_t now, uint64_t interval_ns);

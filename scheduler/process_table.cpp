@@ -101,6 +101,7 @@ int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std
             l.store(0, rlx);
         slot.handoffs.store(0, rlx);
         slot.alive_ns.store(now_ns(), rlx);
+        slot.monitor_tid.store(0, rlx);
         slot.receiver.store(kNone, rlx);
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);

@@ -23,7 +23,7 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 13;
+inline constexpr uint32_t kAbiVersion = 14;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -166,6 +166,11 @@ struct alignas(64) ProcSlot {
     // Last time (CLOCK_MONOTONIC) this process was known to run: its
     // monitor's beat, or another member that found it alive in /proc.
     std::atomic<uint64_t> alive_ns;
+    // The kernel tid of the process's monitor thread once it runs, else 0.
+    // The process stays the member that registered only while that thread
+    // lives: an execve() ends every thread but the caller, and the new
+    // image is a new member (MemberWatch).
+    std::atomic<int32_t> monitor_tid;
     // A thread of this process whose own task is its only ready item, and
     // may take a CPU straight from a granter, of another process or of this
     // one (ThreadSlot::receive).

@@ -56,6 +56,13 @@ bool process_alive(pid_t pid, uint64_t start_time) {
     return f.start_time == start_time;
 }
 
+bool thread_alive(pid_t pid, pid_t tid) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", int(pid), int(tid));
+    StatFields f;
+    return pid > 0 && tid > 0 && read_stat(path, f) && f.state != 'Z' && f.state != 'X';
+}
+
 bool thread_on_cpu(pid_t pid, pid_t tid) {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", int(pid), int(tid));

@@ -13,6 +13,11 @@ uint64_t process_start_time(pid_t pid);
 // True when `pid` exists and started at `start_time`.
 bool process_alive(pid_t pid, uint64_t start_time);
 
+// True when thread `tid` of process `pid` exists and is not a zombie. A
+// process that replaced its image (execve) has none of its old threads
+// left: only the one that called execve, which took the pid as its tid.
+bool thread_alive(pid_t pid, pid_t tid);
+
 // True when thread `tid` of `pid` is running or runnable in the kernel
 // (state R), not sleeping in a system call.
 bool thread_on_cpu(pid_t pid, pid_t tid);

@@ -20,7 +20,7 @@ std::string live_processes(const shm::Segment& s, int& count) {
     count = 0;
     for (const auto& p : s.procs) {
         if (p.state.load(std::memory_order_relaxed) != shm::ProcState::Alive) continue;
-        if (!shm::process_alive(p.pid, p.start_time)) continue;
+        if (!scheduler::MemberWatch::member_alive(p)) continue;
         std::string name(p.name, strnlen(p.name, sizeof p.name));
         list += fmt::format("{}{} ({})", count++ ? ", " : "", p.pid, name);
     }

@@ -159,7 +159,7 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, int32_t pid, uint6
     const int32_t threads = p.threads.load(rlx);
     row.threads_known = threads >= 0 && threads <= kMaxThreads;
     row.threads = row.threads_known ? threads : 0;
-    row.alive = shm::process_alive(pid, p.start_time);
+    row.alive = scheduler::MemberWatch::member_alive(p);
     return row;
 }
 

@@ -79,6 +79,13 @@ int Membership::enter(const config::Config& config, std::string& why) {
         (sched.watch().claim_reap(now_ns(), scheduler::MemberWatch::kReapIntervalNs) ||
          !sched.watch().oldest_member_alive()))
         dead = sched.watch().find_dead(now_ns(), 0);
+    // What an earlier image of this process held (it called execve(), from
+    // a shell script, `pyenv exec` or `env`, say) is freed at once: it holds
+    // CPUs and cannot run any more.
+    // (A member named twice is freed once: reap() skips a freed slot.)
+    if (segment().header.cpu_count > 0)
+        for (const auto& m : sched.watch().remnants_of(pid, start))
+            dead.push_back(m);
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <pthread.h>
+#include <unistd.h>
 
 namespace coexec::core {
 
@@ -198,12 +199,21 @@ int Runtime::start(bool quiet) {
     }
     preemption_.install();
     monitor_ = thread_starts_.launch([this] { monitor_main(); });
+    // Not a member until the monitor is named: an execve() right after
+    // nosv_init() would otherwise leave a slot that every look-up trusts
+    // for as long as the process runs (MemberWatch::image_alive()).
+    monitor_named_.wait(false, std::memory_order_acquire);
     return NOSV_SUCCESS;
 }
 
 void Runtime::monitor_main() {
     Segment& s = *segment();
     scheduler::Demand demand(s.procs[proc()]);
+    // While this thread runs, the process is the member that registered;
+    // an execve() ends it (MemberWatch).
+    sched().watch().monitor_started(proc(), ::gettid());
+    monitor_named_.store(true, std::memory_order_release);
+    monitor_named_.notify_all();
     while (!stopping()) {
         sched().procs().wait_monitor(proc(), kMonitorPeriodNs);
         if (stopping()) break;
@@ -243,6 +253,7 @@ void Runtime::monitor_main() {
         }
         wakes.flush(s);
     }
+    sched().watch().monitor_ends(proc());
 }
 
 void Runtime::stop() {

@@ -131,6 +131,9 @@ class Runtime {
     IdlePolicy idle_;
     Preemption preemption_;
     std::thread monitor_;
+    // The monitor has named itself in the process slot
+    // (MemberWatch::monitor_started()); set once by the monitor.
+    std::atomic<bool> monitor_named_{false};
     nosv_task_type external_type_;
     TaskOps tasks_;
 };

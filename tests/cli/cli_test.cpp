@@ -672,5 +672,28 @@ TEST(CliRunBuilt, RunsAProgramOnTheRealLibrary) {
     EXPECT_NE(o.out.find(lib.string()), std::string::npos) << o.out;
 }
 
+TEST(CliRunBuilt, AScriptThatExecsTheNextAgainAndAgainFinishes) {
+    // Each image is hosted (its main thread holds a CPU) and hands on to the
+    // next with exec, as shell wrappers, `env` and `pyenv exec` do: more
+    // images than twice the CPUs, each waiting for a CPU while the images
+    // before it held theirs.
+    const int levels = 2 * int(std::max(1u, std::thread::hardware_concurrency())) + 2;
+    const std::string chain =
+        "n=$1; if [ \"$n\" -gt 0 ]; then exec /bin/sh -c \"$0\" \"$0\" $((n - 1)); fi; "
+        "echo last image ran";
+    const std::string segment = "cliexec" + std::to_string(::getpid());
+    Outcome o = run_process({kCli, "run", "--", "/bin/sh", "-c", chain, chain,
+                             std::to_string(levels)},
+                            Env{{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + segment}},
+                            std::chrono::seconds(60));
+    std::string why;
+    shm::SegmentOptions options;
+    options.name = segment;
+    shm::SegmentMapping::unlink(options, why);
+    EXPECT_FALSE(o.timed_out) << "an image waited for a CPU that an image before it held";
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("last image ran"), std::string::npos) << o.out;
+}
+
 } // namespace
 } // namespace coexec::clitest
