@@ -84,7 +84,8 @@ void Preemption::on_signal(int) {
         // The monitor found the program thread asleep on its CPU: lend it
         // and return to the sleep (program_threads.hpp).
         Preemption& p = rt->preemption();
-        if (self->program && p.program_lend_asked_.exchange(false, std::memory_order_acquire))
+        if (self->program &&
+            p.program_[size_t(self->slot)].lend_asked.exchange(false, std::memory_order_acquire))
             p.lend_while_asleep(*self);
         else
             p.give_way(*self);
@@ -154,60 +155,73 @@ void Preemption::ask_overdue_holders() {
         if (tid <= 0 || !thread_on_cpu(pid, tid)) continue;
         ::syscall(SYS_tgkill, pid, tid, kPreemptSignal);
     }
-    ask_overdue_program_thread(now);
+    ask_overdue_program_threads(now);
 }
 
-void Preemption::ask_sleeping_program_thread() {
+void Preemption::ask_sleeping_program_threads() {
     // Without our handler the signal would reach the program's, or nobody.
     if (!installed_.load(std::memory_order_relaxed)) return;
-    const int32_t t = program_slot_.load(std::memory_order_relaxed);
     Segment& s = *segment();
-    int32_t held = kNone;
-    for (int32_t c = 0; t != kNone && c < s.header.cpu_count && held == kNone; ++c)
-        if (s.cpus[c].owner_proc.load(std::memory_order_relaxed) == proc() &&
-            s.cpus[c].owner_thread.load(std::memory_order_relaxed) == t &&
-            s.cpus[c].state.load(std::memory_order_relaxed) == CpuState::Running)
-            held = c;
-    if (held == kNone) {
-        asleep_seen_ = {};
+    const auto cpus = size_t(s.header.cpu_count);
+    if (programs_.load(std::memory_order_relaxed) == 0) {
+        asleep_seen_.assign(cpus, Sighting{});
         return;
     }
-    const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
-    const uint64_t since = s.cpus[held].since_ns.load(std::memory_order_relaxed);
-    const int64_t ran = tid > 0 ? thread_run_ns(::getpid(), tid) : -1;
-    const Sighting now{held, since, ran};
-    // Asleep for the whole period: the same grant, no run time since the
-    // last look, and not running now.
-    const bool asleep = ran >= 0 && asleep_seen_.cpu == held && asleep_seen_.since_ns == since &&
-                        asleep_seen_.run_ns == ran && !thread_on_cpu(::getpid(), tid);
-    asleep_seen_ = now;
-    if (!asleep) return;
-    asleep_seen_ = {};
-    program_lend_asked_.store(true, std::memory_order_release);
-    ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
+    asleep_seen_.resize(cpus);
+    // Bounded by the node's CPUs, outside any lock, in the monitor only;
+    // the /proc look is made for CPUs a program thread holds.
+    for (size_t c = 0; c < cpus; ++c) {
+        const CpuSlot& cpu = s.cpus[c];
+        Sighting& seen = asleep_seen_[c];
+        const int32_t t = cpu.owner_thread.load(std::memory_order_relaxed);
+        if (cpu.owner_proc.load(std::memory_order_relaxed) != proc() ||
+            cpu.state.load(std::memory_order_relaxed) != CpuState::Running || !is_program(t)) {
+            seen = {};
+            continue;
+        }
+        const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
+        const uint64_t since = cpu.since_ns.load(std::memory_order_relaxed);
+        const int64_t ran = tid > 0 ? thread_run_ns(::getpid(), tid) : -1;
+        const Sighting now{t, since, ran};
+        // Asleep for the whole period: the same grant to the same thread, no
+        // run time since the last look, and not running now.
+        const bool asleep = ran >= 0 && seen.thread == t && seen.since_ns == since &&
+                            seen.run_ns == ran && !thread_on_cpu(::getpid(), tid);
+        seen = asleep ? Sighting{} : now;
+        if (!asleep) continue;
+        program_[size_t(t)].lend_asked.store(true, std::memory_order_release);
+        ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
+    }
 }
 
-void Preemption::ask_overdue_program_thread(uint64_t now) {
-    const int32_t t = program_slot_.load(std::memory_order_relaxed);
-    if (t == kNone || !installed_.load(std::memory_order_relaxed)) return;
+void Preemption::ask_overdue_program_threads(uint64_t now) {
+    if (programs_.load(std::memory_order_relaxed) == 0 ||
+        !installed_.load(std::memory_order_relaxed))
+        return;
     Segment& s = *segment();
     for (int32_t c = 0; c < s.header.cpu_count; ++c) {
-        if (!sched().policy().overdue_within(c, proc(), t, now)) continue;
+        const int32_t t = s.cpus[c].owner_thread.load(std::memory_order_relaxed);
+        if (!is_program(t) || !sched().policy().overdue_within(c, proc(), t, now)) continue;
         // Asleep in a system call it holds no CPU in practice; see above.
         const pid_t tid = s.threads[t].tid.load(std::memory_order_relaxed);
         if (tid > 0 && thread_on_cpu(::getpid(), tid))
             ::syscall(SYS_tgkill, ::getpid(), tid, kPreemptSignal);
-        return; // a thread holds one CPU
     }
 }
 
 void Preemption::host_program_thread(ThreadContext& self) {
+    if (self.program) return;
     self.program = true;
-    program_slot_.store(self.slot, std::memory_order_relaxed);
+    program_[size_t(self.slot)].lend_asked.store(false, std::memory_order_relaxed);
+    program_[size_t(self.slot)].hosted.store(true, std::memory_order_relaxed);
+    programs_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Preemption::unhost_program_thread(ThreadContext& self) {
-    program_slot_.store(shm::kNone, std::memory_order_relaxed);
+    if (!self.program) return;
+    program_[size_t(self.slot)].hosted.store(false, std::memory_order_relaxed);
+    program_[size_t(self.slot)].lend_asked.store(false, std::memory_order_relaxed);
+    programs_.fetch_sub(1, std::memory_order_relaxed);
     self.program = false;
 }
 

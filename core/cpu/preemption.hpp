@@ -14,8 +14,9 @@
 // so a task never sees another task of its own process take its place (its
 // per-CPU data stays its own), exactly as if the kernel had preempted it.
 // The one exception is a program thread that coexec hosts (the main thread,
-// see program_threads.hpp): it runs no runtime's protocol and may spin in
-// user code for work of its own process, so that work may take its CPU too.
+// or with COEXEC_HOST_THREADS=all any thread the program starts; see
+// program_threads.hpp): it runs no runtime's protocol and may spin in user
+// code for work of its own process, so that work may take its CPU too.
 #pragma once
 
 #include <atomic>
@@ -25,7 +26,9 @@
 #include "core/runtime/membership.hpp"
 #include "core/runtime/thread_context.hpp"
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace coexec::core {
 
@@ -49,8 +52,8 @@ class Preemption {
     // This process no longer gives way (it stops).
     void uninstall();
     // The monitor's part: signals holders of CPUs this process has long
-    // waited for: another process's, and this process's program thread
-    // (host_program_thread()), which gives way to the work of its
+    // waited for: another process's, and this process's program threads
+    // (host_program_thread()), which give way to the work of their
     // own process too. Only other processes take the CPU of any other
     // thread of this process: its runtimes wait at their own scheduling
     // points, while a program thread may spin for that work in user code.
@@ -58,10 +61,11 @@ class Preemption {
 
     // The monitor's part, at every period: a program thread that holds a
     // CPU while it sleeps in the kernel where no wrapper sees it (a raw
-    // system call, sigsuspend) for a whole period is signalled; it lends
-    // its CPU out from its handler and takes one back at its next wrapped
-    // call (program_threads.hpp).
-    void ask_sleeping_program_thread();
+    // system call, sigsuspend, another library's futex) for a whole period
+    // is signalled; it lends its CPU out from its handler and takes one back
+    // at its next wrapped call (program_threads.hpp). One look per CPU this
+    // process holds with a program thread on it.
+    void ask_sleeping_program_threads();
 
     // Around fork() in the forking thread (Runtime's pthread_atfork
     // handlers): between them glibc holds every malloc arena's lock and the
@@ -84,7 +88,12 @@ class Preemption {
     int32_t proc() const { return member_.proc(); }
     shm::Segment* segment() const { return &member_.segment(); }
 
-    void ask_overdue_program_thread(uint64_t now);
+    void ask_overdue_program_threads(uint64_t now);
+    // Whether thread slot `t` (of this process) is a hosted program thread.
+    bool is_program(int32_t t) const {
+        return t >= 0 && t < shm::kMaxThreads &&
+               program_[size_t(t)].hosted.load(std::memory_order_relaxed);
+    }
     static void on_signal(int);
     // In the handler: the program thread lends its CPU and goes back to the
     // sleep the signal interrupted.
@@ -98,23 +107,32 @@ class Preemption {
     WorkerPool& workers_;
     CpuHandover& handover_;
     std::optional<CpuBinding>& binding_;
-    // The slot of the program thread coexec hosts (the main thread), or
-    // kNone. Written by that thread, read by the monitor (relaxed: a stale
-    // read only delays or skips one request of the safety net, whose
-    // handler checks the thread's own state again).
-    std::atomic<int32_t> program_slot_{shm::kNone};
-    // Set by the monitor before it signals the program thread asleep on
-    // its CPU, taken by the thread's handler.
-    std::atomic<bool> program_lend_asked_{false};
+    // Per thread slot of this process: whether a hosted program thread has
+    // the slot, and whether the monitor asked it to lend the CPU it sleeps
+    // on. `hosted` is written by the thread itself and read by the monitor
+    // (relaxed: a stale read only delays or skips one request of the safety
+    // net, whose handler checks the thread's own state again). `lend_asked`
+    // is set by the monitor before it signals the thread (release) and
+    // taken by the thread's handler (acquire).
+    struct ProgramSlot {
+        std::atomic<bool> hosted{false};
+        std::atomic<bool> lend_asked{false};
+    };
+    std::unique_ptr<ProgramSlot[]> program_{new ProgramSlot[size_t(shm::kMaxThreads)]};
+    // How many program threads are hosted: the monitor looks for them only
+    // when there are some.
+    std::atomic<int> programs_{0};
     // install() put our handler in place (read by the monitor).
     std::atomic<bool> installed_{false};
-    // What the monitor saw of the program thread at its last look: the CPU
-    // it held, since when, and its run time then. Only the monitor uses it.
+    // What the monitor saw on each CPU at its last look: the program thread
+    // that held it, since when, and that thread's run time then. Only the
+    // monitor uses it.
     struct Sighting {
-        int32_t cpu = -1;
+        int32_t thread = -1;
         uint64_t since_ns = 0;
         int64_t run_ns = -1;
-    } asleep_seen_;
+    };
+    std::vector<Sighting> asleep_seen_;
 };
 
 } // namespace coexec::core

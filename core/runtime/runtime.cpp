@@ -219,7 +219,7 @@ void Runtime::monitor_main() {
         if (stopping()) break;
         uint64_t now = now_ns();
         sched().watch().beat(proc(), now);
-        preemption_.ask_sleeping_program_thread();
+        preemption_.ask_sleeping_program_threads();
         bool want_cpu = demand.total() > 0;
         auto all_held = [&] { return s.header.unheld_cpus.load(std::memory_order_relaxed) == 0; };
         // One monitor per interval sweeps for dead members, elected without

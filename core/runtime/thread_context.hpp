@@ -4,6 +4,7 @@
 #include "core/cpu/batch_guess.hpp"
 #include "core/cpu/hand_back.hpp"
 #include "core/interpose/affinity.hpp"
+#include "core/runtime/runtime_section.hpp"
 #include "core/tasks/task.hpp"
 #include "scheduler/keep_word.hpp"
 #include "shm/layout.hpp"
@@ -137,29 +138,6 @@ struct ThreadContext {
 
 // The calling thread's context, or null for threads coexec does not know.
 ThreadContext*& this_thread_context();
-
-// How deep the calling thread is inside coexec's own code. The preemption
-// signal acts only at depth 0, in user code, where the thread holds none of
-// coexec's locks and its context is consistent.
-int& runtime_depth();
-
-// Marks a scope of coexec's own code (every C API entry, a worker between
-// tasks): a preemption signal arriving inside it is ignored.
-class RuntimeSection {
-  public:
-    RuntimeSection() {
-        ++runtime_depth();
-        // Only the thread itself and its signal handler look at the depth:
-        // a compiler barrier orders it with the scope's body.
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-    }
-    ~RuntimeSection() {
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        --runtime_depth();
-    }
-    RuntimeSection(const RuntimeSection&) = delete;
-    RuntimeSection& operator=(const RuntimeSection&) = delete;
-};
 
 // The opposite, for user code that coexec calls (a task body): preemptible.
 class UserSection {

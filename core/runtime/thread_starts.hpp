@@ -4,7 +4,14 @@
 // ASan before LLVM 18 allocates there and takes no lock around fork(), so a
 // child forked at that moment would wait forever on its first allocation.
 // Runtime's pthread_atfork prepare handler calls await().
+//
+// They are created inside a RuntimeSection: std::thread calls
+// pthread_create from libstdc++, whose code is not coexec's, and
+// libcoexec-host.so's pthread_create would otherwise host them as threads
+// of the program's (COEXEC_HOST_THREADS=all; coexec_host_new_thread()).
 #pragma once
+
+#include "core/runtime/runtime_section.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -19,6 +26,7 @@ class ThreadStarts {
     template <class Body>
     std::thread launch(Body body) {
         pending_.fetch_add(1, std::memory_order_relaxed);
+        const RuntimeSection inside_coexec;
         try {
             return std::thread([this, body = std::move(body)]() mutable {
                 started();
