@@ -73,11 +73,11 @@ void add_run(CLI::App& app, Cli& cli) {
         "run", "Run a program with the runtime adapters (default: every adapter that is built)");
     run->footer("Usage: coexec run [--openmp] [--tbb] [--pocl] -- CMD [ARGS...]\n"
                 "Puts the adapters on LD_LIBRARY_PATH and LD_PRELOAD and execs CMD, so it\n"
-                "exits with the status of CMD. With --openmp (or no adapter named),\n"
-                "OpenBLAS's OpenMP build goes on the path too when installed;\n"
-                "COEXEC_OPENBLAS_DIR names another directory for it (empty: none).\n"
-                "The program's main thread is a coexec thread too: COEXEC_HOST_THREADS\n"
-                "is set to main unless it is set (none: not hosted).");
+                "exits with the status of CMD. Every thread of the program is a coexec\n"
+                "thread too: COEXEC_HOST_THREADS is set to all unless it is set (main:\n"
+                "the main thread only; none: no program thread). COEXEC_OPENBLAS_DIR\n"
+                "names a directory of libopenblas.so.0 to use instead of the system's\n"
+                "(with --openmp, or no adapter named).");
     run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");
     run->add_flag("--tbb", cli.run.tbb, "Re-host oneTBB workers");
     run->add_flag("--pocl", cli.run.pocl, "Re-host PoCL's CPU driver threads");

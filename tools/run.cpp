@@ -46,17 +46,20 @@ fs::path library_dir() {
     return build_tree;
 }
 
-// OpenBLAS's OpenMP build, when installed: its threads are OpenMP threads,
-// which the re-hosted libomp hosts, where the pthreads build (which the
-// system's libblas.so.3 alternative may name) keeps a pool coexec cannot
-// see. On the loader path it wins for this process only; the alternative is
-// left alone. COEXEC_OPENBLAS_DIR names another directory, or none if empty.
-std::string openblas_openmp_dir() {
+// A BLAS directory the user asked for (COEXEC_OPENBLAS_DIR: OpenBLAS's
+// OpenMP build, say, whose threads are OpenMP threads that the re-hosted
+// libomp hosts), when it holds libopenblas.so.0; else none, and the process
+// uses the BLAS the system's libblas.so.3 alternative names. With every
+// thread hosted (COEXEC_HOST_THREADS=all, the default), OpenBLAS's pthreads
+// build, Debian's default, runs its pool on coexec too, and is faster than
+// the OpenMP build when BLAS is called from several threads at once
+// (docs/python.md has the figures). On the loader path it wins for this
+// process only; the alternative is left alone.
+std::string blas_dir() {
     const char* chosen = std::getenv("COEXEC_OPENBLAS_DIR");
-    std::string dir = chosen ? chosen : COEXEC_OPENBLAS_OPENMP_DIR;
     std::error_code ec;
-    if (dir.empty() || !fs::exists(fs::path(dir) / "libopenblas.so.0", ec)) return {};
-    return dir;
+    if (!chosen || !*chosen || !fs::exists(fs::path(chosen) / "libopenblas.so.0", ec)) return {};
+    return chosen;
 }
 
 // Prepends `first` to the ':'-separated list in variable `name`.
@@ -94,7 +97,7 @@ bool set_loader_env(const RunOptions& o, const fs::path& lib) {
             preload += file.string();
         }
         if (!a.on_path) continue;
-        if (std::string blas = openblas_openmp_dir(); !blas.empty() && a.name == "openmp"sv)
+        if (std::string blas = blas_dir(); !blas.empty() && a.name == "openmp"sv)
             lib_path = blas + ":" + lib_path;
         lib_path = file.parent_path().string() + ":" + lib_path;
     }
@@ -132,10 +135,10 @@ int run_command(const RunOptions& options) {
         return 2;
     }
     if (!set_loader_env(options, lib)) return 2;
-    // The program's main thread runs on a CPU coexec grants, like the
-    // threads of its runtimes (core/interpose/program_threads.hpp), unless the user
-    // chose otherwise.
-    setenv("COEXEC_HOST_THREADS", "main", 0);
+    // The program's own threads, the main thread first, run on CPUs coexec
+    // grants, like the threads of its runtimes (core/host/), unless the user
+    // chose otherwise (docs/threads.md).
+    setenv("COEXEC_HOST_THREADS", "all", 0);
     std::vector<char*> argv;
     for (const auto& arg : options.command)
         argv.push_back(const_cast<char*>(arg.c_str()));

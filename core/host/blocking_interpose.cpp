@@ -8,18 +8,24 @@
 // (core/interpose/host_calls.h says why).
 //
 // How the CPU goes away depends on what the thread waits for:
-//   - waits for other threads (condition variables, semaphores, barriers,
-//     joins), for time, for a descriptor to be ready or for a child lend it
-//     (coexec_lend_cpu): work that waits for a CPU, of any process, takes it
-//     at once (the thread may be waiting for that very work, as a main
-//     thread waits for the tasks it spawned), and if none did, it comes back
-//     without a hand-off;
-//   - contended locks (the holder is most often running, and lets go soon)
-//     and the calls that are often short (read, recv, accept: a regular
-//     file, a socket with data) keep it (coexec_keep_cpu): it is taken only
-//     once the thread has stayed inside for a while (two looks of a monitor)
+//   - waits for other threads (condition variables, contended locks,
+//     semaphores, barriers, joins), for time, for a descriptor to be ready
+//     or for a child lend it (coexec_lend_cpu): work that waits for a CPU,
+//     of any process, takes it at once (the thread may be waiting for that
+//     very work, as a main thread waits for the tasks it spawned, or for a
+//     lock whose holder, hosted too, waits for a CPU to run and let go),
+//     and if none did, it comes back without a hand-off;
+//   - the calls that are often short (read, recv, accept: a regular file,
+//     a socket with data) keep it (coexec_keep_cpu): it is taken only once
+//     the thread has stayed inside for a while (two looks of a monitor)
 //     and some process waits, and it comes back with one atomic operation.
-//     Giving a CPU away at every short wait would cost two hand-offs each.
+//     Giving a CPU away at every short read would cost two hand-offs each.
+// Locks were kept too once, as their holder mostly runs and lets go soon;
+// with every thread of a process hosted (COEXEC_HOST_THREADS=all) the
+// holder is often one that waits for the CPU the waiters keep: eight
+// Python threads calling OpenBLAS's pthreads build, which serialises them
+// on a mutex, took 5.2 s with locks kept and 1.2-1.3 s with them lent (2
+// CPUs; the same program without coexec 1.6-2.6 s).
 // A lock or semaphore is tried first, so an uncontended one costs what it
 // costs without coexec, plus a thread-local check.
 #include "core/interpose/forwarded_call.hpp"
@@ -189,13 +195,13 @@ bool zero(const timeval* t) {
 // lock, waits for a CPU, and tries again. To the program this looks like a
 // lock that another thread took first, which a lock may always do.
 
-// Locks with `lock()` (which blocks, maybe until a deadline), the CPU away
+// Locks with `lock()` (which blocks, maybe until a deadline), the CPU lent
 // while it waits; `try_lock()` tries again, `unlock()` lets go. Starts once
 // a try said EBUSY.
 template <typename Lock, typename TryLock, typename Unlock>
 int lock_away(Lock lock, TryLock try_lock, Unlock unlock) {
     for (;;) {
-        if (!take_lent_asleep() && coexec_keep_cpu() != NOSV_SUCCESS) return lock();
+        if (!take_lent_asleep() && coexec_lend_cpu() != NOSV_SUCCESS) return lock();
         const int rc = lock();
         // Not taken (an error, a deadline passed, or a robust mutex's
         // EOWNERDEAD, whose state the caller must repair before anyone else
@@ -379,15 +385,19 @@ COEXEC_INTERPOSE int pthread_barrier_wait(pthread_barrier_t* b) {
 
 // ---- yields and sleeps -------------------------------------------------
 
-// A yield is a scheduling point (nosv_schedpoint): the CPU goes to another
-// process whose turn it is, or to work of the thread's own process that has
-// waited for a stint; otherwise the thread keeps it. Then the kernel's yield
-// (the re-hosted libomp's, when it is loaded), where threads coexec does not
-// host may be waiting. A spin that yields (MPI's progress loop) thus costs
-// no hand-off per call, as an unconditional nosv_yield would.
+// A yield is a yield (nosv_yield): when work waits for the CPU, of this
+// process or another, it goes to that work first and the thread queues for
+// a CPU behind it; otherwise the thread keeps it, at the cost of a look at
+// two counters. Then the kernel's yield (the re-hosted libomp's, when it is
+// loaded), where threads coexec does not host may be waiting. It was a
+// scheduling point once (nosv_schedpoint: give way only once the thread's
+// turn is over); threads that spin on sched_yield for each other's results
+// (OpenBLAS's pthreads pool hands work to its threads that way) then kept
+// their CPUs for a whole quantum while the thread they waited for waited
+// for one: 4 NumPy processes took 7.5 s instead of 1.8 s (2 CPUs).
 COEXEC_INTERPOSE int sched_yield() noexcept {
     FORWARDED;
-    if (hosted_program_call(CALLER)) nosv_schedpoint(NOSV_SCHEDPOINT_NONE);
+    if (hosted_program_call(CALLER)) nosv_yield(NOSV_YIELD_NONE);
     return next_sched_yield()();
 }
 

@@ -1,12 +1,16 @@
 // Hosting the program's main thread: with COEXEC_HOST_THREADS=main (what
-// `coexec run` sets unless the variable is set), this library's constructor
-// attaches the thread that loads it, the main thread, before the program's
-// own constructors and main(). Whatever the program computes on it (serial
-// code, a BLAS call that opens no parallel region, an interpreter) then
-// runs on a CPU coexec grants, not beside the threads it hosts. The thread
-// gives its CPU away where it blocks in the C library
-// (blocking_interpose.cpp), and is detached at exit.
+// `coexec run` sets unless the variable is set) or all, this library's
+// constructor attaches the thread that loads it, the main thread, before
+// the program's own constructors and main(). Whatever the program computes
+// on it (serial code, a BLAS call that opens no parallel region, an
+// interpreter) then runs on a CPU coexec grants, not beside the threads it
+// hosts. The thread gives its CPU away where it blocks in the C library
+// (blocking_interpose.cpp), and is detached at exit. With all, the threads
+// the program starts are hosted too (hosted_threads.cpp).
+#include "core/host/host_mode.hpp"
 #include "core/interpose/host_calls.h"
+
+#include <atomic>
 
 #include <coexec/ext.h>
 #include <nosv.h>
@@ -30,6 +34,13 @@ namespace {
 // the main thread to the runtime's exit path.
 pid_t g_main_tid = 0;
 
+// Set once by the constructor, before the program starts any thread
+// (pthread_create orders it for every thread), so relaxed reads see it.
+std::atomic<HostMode> g_mode{HostMode::none};
+
+// Threads the program started that are attached now.
+std::atomic<int> g_started_attached{0};
+
 bool verbose() {
     const char* v = std::getenv("COEXEC_VERBOSE");
     return v && *v && std::strcmp(v, "0") != 0;
@@ -41,20 +52,28 @@ void detach_main_at_exit() {
     if (coexec_host_take_lent_asleep()) coexec_block_exit();
     coexec_unhost_this_thread();
     nosv_detach(NOSV_DETACH_NONE);
-    nosv_shutdown();
+    // Threads the program started may still run (a daemon thread, one
+    // blocked for good): the runtime they use stays until the process
+    // ends, and leaves the instance on libcoexec's exit path, as a process
+    // that exits without nosv_shutdown() does.
+    if (g_started_attached.load(std::memory_order_acquire) == 0) nosv_shutdown();
+}
+
+HostMode parse_mode(const char* value) {
+    if (!value || !*value || std::strcmp(value, "none") == 0) return HostMode::none;
+    if (std::strcmp(value, "main") == 0) return HostMode::main;
+    if (std::strcmp(value, "all") == 0) return HostMode::all;
+    std::fprintf(stderr,
+                 "coexec: COEXEC_HOST_THREADS=%s is not one of none, main and all; "
+                 "the program's threads are not hosted\n",
+                 value);
+    return HostMode::none;
 }
 
 void host_main_thread() {
     if (&coexec_never_host_threads != nullptr) return;
-    const char* value = std::getenv("COEXEC_HOST_THREADS");
-    if (!value || !*value || std::strcmp(value, "none") == 0) return;
-    if (std::strcmp(value, "main") != 0) {
-        std::fprintf(stderr,
-                     "coexec: COEXEC_HOST_THREADS=%s is not one of none and main; "
-                     "the program's threads are not hosted\n",
-                     value);
-        return;
-    }
+    const HostMode mode = parse_mode(std::getenv("COEXEC_HOST_THREADS"));
+    if (mode == HostMode::none) return;
     // Preloaded, this library is loaded by the main thread; a program that
     // dlopen()s it from another thread gets nothing hosted.
     if (::gettid() != ::getpid()) return;
@@ -78,6 +97,7 @@ void host_main_thread() {
         return;
     }
     g_main_tid = ::gettid();
+    g_mode.store(mode, std::memory_order_relaxed);
     // Registered after the exit handlers of the libraries loaded before it
     // (libcoexec's), so it runs before them; libraries that load later (the
     // adapters') run theirs first and find the thread still attached, as a
@@ -90,4 +110,18 @@ __attribute__((constructor)) void host_at_load() {
 }
 
 } // namespace
+
+HostMode host_mode() {
+    return g_mode.load(std::memory_order_relaxed);
+}
+
+void hosted_thread_started() {
+    g_started_attached.fetch_add(1, std::memory_order_relaxed);
+}
+
+void hosted_thread_ended() {
+    // Release: the main thread's exit that reads 0 comes after the detach.
+    g_started_attached.fetch_sub(1, std::memory_order_release);
+}
+
 } // namespace coexec::host

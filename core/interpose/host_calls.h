@@ -38,6 +38,14 @@ void coexec_unhost_this_thread(void);
 #define COEXEC_HOST_LOCKER 2
 int coexec_host_call(const void* caller);
 
+/* Whether a thread that the program starts from `caller` (the return
+ * address of its pthread_create call) should be hosted too, under
+ * COEXEC_HOST_THREADS=all: 1 when this process hosts its main thread and
+ * the call is the program's own (not from inside coexec, nor from
+ * libcoexec, an adapter or a runtime whose threads an adapter hosts).
+ * Their threads are the adapters' to host. 0 otherwise. */
+int coexec_host_new_thread(const void* caller);
+
 /* Takes back the CPU that the calling thread lent or kept, only if that
  * needs no wait; 1 when it did, 0 when the CPU was taken meanwhile (the
  * thread is still outside coexec). */

@@ -185,6 +185,13 @@ COEXEC_HOST_API int coexec_host_call(const void* caller) {
     return kinds;
 }
 
+COEXEC_HOST_API int coexec_host_new_thread(const void* caller) {
+    return runtime_depth() == 0 && g_hosting.load(std::memory_order_relaxed) && caller &&
+                   !from_coexec_code(caller)
+               ? 1
+               : 0;
+}
+
 COEXEC_HOST_API int coexec_host_reclaim_cpu(void) {
     RuntimeSection section;
     Runtime* rt = Runtime::get();

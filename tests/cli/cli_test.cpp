@@ -596,6 +596,23 @@ TEST_F(CliRun, OpenblasOpenmpBuildFollowsTheOpenmpAdapterOnTheLibraryPath) {
     EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
 }
 
+// By default every program thread is hosted, and the BLAS is the system's
+// (no OpenBLAS directory on the path): a value the user set is kept.
+TEST_F(CliRun, HostsEveryThreadAndKeepsTheSystemBlasByDefault) {
+    add_adapter("openmp", "libomp.so.5");
+    const std::string show =
+        std::string(kShowLoaderEnv) + "; echo COEXEC_HOST_THREADS=$COEXEC_HOST_THREADS";
+    Outcome o = run_process(
+        {cli_path(), "run", "--openmp", "--", "/bin/sh", "-c", show},
+        Env{{"LD_LIBRARY_PATH", ""}, {"COEXEC_OPENBLAS_DIR", ""}, {"COEXEC_HOST_THREADS", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "LD_LIBRARY_PATH"), lib() + "/coexec/openmp:" + lib());
+    EXPECT_EQ(env_value(o.out, "COEXEC_HOST_THREADS"), "all");
+    o = run({"--openmp", "--", "/bin/sh", "-c", show}, Env{{"COEXEC_HOST_THREADS", "main"}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "COEXEC_HOST_THREADS"), "main");
+}
+
 TEST_F(CliRun, DefaultTakesEveryBuiltAdapter) {
     add_adapter("openmp", "libomp.so.5");
     add_adapter("pocl", "libcoexec-pocl.so");

@@ -112,14 +112,28 @@ TEST(PythonNumpy, MatmulsOnOpenblasGiveTheStockResult) {
     expect_same_result("numpy_matmul.py", 1e-12);
 }
 
-TEST(PythonNumpy, CoexecRunLoadsOpenblasOpenmpBuild) {
+// `coexec run` keeps the BLAS the system names (Debian's default is
+// OpenBLAS's pthreads build), and the threads the program starts are coexec
+// threads (COEXEC_HOST_THREADS=all, its default). COEXEC_OPENBLAS_DIR puts
+// another build first.
+TEST(PythonNumpy, CoexecRunKeepsTheSystemBlasAndHostsTheProgramsThreads) {
     if (!importable("numpy")) GTEST_SKIP() << "python3-numpy is not installed";
+    const ProcessResult stock = run(stock_argv("numpy_matmul.py"), base_env(), 300s);
+    ASSERT_EQ(stock.exit_code, 0) << stock.err;
+    EXPECT_EQ(field(stock.out, "hosted_threads"), "none");
     const ProcessResult r = run(coexec_argv("numpy_matmul.py"), coexec_env("blas"), 300s);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string blas = field(r.out, "blas");
-    if (blas.find("openblas") == std::string::npos)
-        GTEST_SKIP() << "libopenblas0-openmp is not installed (BLAS: " << blas << ")";
-    EXPECT_NE(blas.find("openblas-openmp"), std::string::npos) << blas;
+    EXPECT_EQ(field(r.out, "blas"), field(stock.out, "blas"));
+    EXPECT_EQ(field(r.out, "hosted_threads"), "2 of 2") << r.out;
+    const std::string openmp_build = "/usr/lib/x86_64-linux-gnu/openblas-openmp";
+    if (access((openmp_build + "/libopenblas.so.0").c_str(), F_OK) != 0)
+        GTEST_SKIP() << "libopenblas0-openmp is not installed";
+    Env env = coexec_env("blas-dir");
+    env["COEXEC_OPENBLAS_DIR"] = openmp_build;
+    const ProcessResult o = run(coexec_argv("numpy_matmul.py"), env, 300s);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_NE(field(o.out, "blas").find("openblas-openmp"), std::string::npos) << o.out;
+    EXPECT_EQ(field(o.out, "result"), field(stock.out, "result"));
 }
 
 TEST(PythonNumpy, FourProcessesAtOnceEachGiveTheStockResult) {

@@ -155,12 +155,24 @@ TEST(PoclAdapter, WorkersAreCoexecThreadsAndNoOthers) {
 }
 
 // The way users start it: `coexec run --pocl -- CMD` on an unmodified binary.
-// The workers are coexec threads, and so is the main thread, which `coexec
-// run` hosts (docs/threads.md); a thread the program starts is not.
+// The workers are coexec threads, hosted once by the adapter, and so are the
+// main thread and a thread the program starts, which `coexec run` hosts
+// (COEXEC_HOST_THREADS=all, docs/threads.md).
 TEST(PoclAdapter, CoexecRunPoclRehostsTheWorkers) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
     Command c = workload({"identity"}, Mode::Stock);
     c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
+    Outcome o = run(c);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=coexec main=coexec\n");
+}
+
+// With COEXEC_HOST_THREADS=main, the thread the program starts is not.
+TEST(PoclAdapter, CoexecRunHostingTheMainThreadOnly) {
+    if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
+    Command c = workload({"identity"}, Mode::Stock);
+    c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
+    c.env["COEXEC_HOST_THREADS"] = "main";
     Outcome o = run(c);
     ASSERT_EQ(o.exit_code, 0) << o.err;
     EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=coexec\n");

@@ -2,7 +2,11 @@
 // and libcoexec-host.so preloaded), blocking in one of the C library's calls until
 // another process has run on the segment's CPU:
 //
-//     host-threads-probe OP GO_FD
+//     host-threads-probe OP GO_FD [started]
+//
+// With `started` (run with COEXEC_HOST_THREADS=all), a thread that the main
+// thread starts makes the call, hosted too, while the main thread waits in
+// pthread_join: every thread the probe starts is then a coexec thread.
 //
 // GO_FD is the read end of a pipe that the other process writes one byte to
 // once it holds a CPU. OP names the call the main thread blocks in; for the
@@ -13,9 +17,9 @@
 // `spin_for_own_task` needs no other process (GO_FD is not read): the main
 // thread spins until a task of its own process ran.
 //
-// Exit status: 0 when the main thread was hosted before the call and still
-// is after it, 2 for bad arguments, 3 when the main thread is not hosted,
-// 4 when the call failed.
+// Exit status: 0 when the calling thread was hosted before the call and
+// still is after it, 2 for bad arguments, 3 when it is not hosted, 4 when
+// the call failed.
 #include <nosv.h>
 
 #include <atomic>
@@ -25,6 +29,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <linux/futex.h>
 #include <map>
 #include <poll.h>
 #include <pthread.h>
@@ -34,6 +39,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
@@ -200,6 +206,24 @@ bool sockets(bool listen_and_accept) {
     return ok;
 }
 
+// Sleeps where no wrapper sees it, in a raw futex system call, until the
+// helper saw the other process run: only the monitor, which finds the
+// thread asleep on its CPU, can lend that CPU.
+bool raw_futex() {
+    static std::atomic<int> word{0};
+    return with_helper(
+        [] {
+            word.store(1);
+            ::syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+        },
+        [] {
+            // A signal's EINTR, or a wake-up before the store: look again.
+            while (word.load() == 0)
+                ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+            return true;
+        });
+}
+
 bool child_wait() {
     const pid_t child = ::fork();
     if (child == 0) {
@@ -285,6 +309,7 @@ const std::map<std::string, std::function<bool()>>& operations() {
         {"recv", [] { return sockets(false); }},
         {"accept", [] { return sockets(true); }},
         {"waitpid", child_wait},
+        {"raw_futex", raw_futex},
         {"spin_for_own_task", spin_for_own_task},
     };
     return ops;
@@ -298,12 +323,22 @@ int main(int argc, char** argv) {
             std::printf("%s\n", name.c_str());
         return 0;
     }
-    if (argc != 3 || !operations().count(argv[1])) {
-        std::fprintf(stderr, "usage: host-threads-probe OP GO_FD (OPs: --list)\n");
+    const bool started = argc == 4 && std::strcmp(argv[3], "started") == 0;
+    if ((argc != 3 && !started) || !operations().count(argv[1])) {
+        std::fprintf(stderr, "usage: host-threads-probe OP GO_FD [started] (OPs: --list)\n");
         return 2;
     }
     g_go = std::atoi(argv[2]);
     if (!nosv_self()) return 3;
-    if (!operations().at(argv[1])()) return 4;
-    return nosv_self() ? 0 : 3;
+    const auto& op = operations().at(argv[1]);
+    auto call = [&op] {
+        if (!nosv_self()) return 3;
+        if (!op()) return 4;
+        return nosv_self() ? 0 : 3;
+    };
+    if (!started) return call();
+    int status = 2;
+    std::thread caller([&] { status = call(); });
+    caller.join();
+    return status;
 }

@@ -1,6 +1,7 @@
-// Program threads that coexec hosts (COEXEC_HOST_THREADS=main): the main
-// thread of a program with libcoexec-host.so preloaded holds a CPU of the
-// segment, and gives it away wherever it blocks in the C library.
+// Program threads that coexec hosts (COEXEC_HOST_THREADS=main, or all): the
+// main thread of a program with libcoexec-host.so preloaded, and with all
+// every thread it starts, holds a CPU of the segment, and gives it away
+// wherever it blocks in the C library.
 //
 // Each case runs host-threads-probe (host_threads_probe.cpp) on a one-CPU
 // segment with the preemption safety net off. Once the probe's main thread
@@ -18,7 +19,9 @@
 
 #include <fcntl.h>
 #include <string>
+#include <tuple>
 #include <unistd.h>
+#include <vector>
 
 using namespace coexec;
 using namespace std::chrono_literals;
@@ -35,21 +38,26 @@ pid_t holder_of_cpu0(const shm::Segment& s) {
 }
 
 // Starts the probe for `op` with its main thread hosted, on the test's
-// segment. `go` is the pipe's read end, which the probe inherits.
-pid_t start_probe(const std::string& op, int go, const std::string& host = "main") {
-    return test_support::spawn({kProbe, op, std::to_string(go)},
-                               {{"COEXEC_HOST_THREADS", host}, {"LD_PRELOAD", kPreload}});
+// segment. `go` is the pipe's read end, which the probe inherits. With
+// `started`, every thread is hosted and one the main thread starts calls
+// `op`.
+pid_t start_probe(const std::string& op, int go, const std::string& host = "main",
+                  bool started = false) {
+    std::vector<std::string> argv{kProbe, op, std::to_string(go)};
+    if (started) argv.push_back("started");
+    return test_support::spawn(
+        argv, {{"COEXEC_HOST_THREADS", started ? "all" : host}, {"LD_PRELOAD", kPreload}});
 }
 
-class HostedMainThread : public ::testing::TestWithParam<const char*> {};
+// The call, and whether a thread the main thread started makes it
+// (COEXEC_HOST_THREADS=all) rather than the main thread itself.
+class HostedThread : public ::testing::TestWithParam<std::tuple<const char*, bool>> {};
 
-TEST_P(HostedMainThread, BlockingCallGivesTheCpuAway) {
-    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
-    int go[2];
-    ASSERT_EQ(::pipe(go), 0);
-    const pid_t probe = start_probe(GetParam(), go[0]);
-    ::close(go[0]);
-    // The probe created the segment, and its main thread holds the one CPU.
+// Once the probe holds the segment's one CPU, another process attaches
+// (which needs that CPU) and then lets the probe through with a byte on
+// `go`'s write end. Both finish only if the probe's call gave the CPU away.
+void expect_cpu_given_away(const test::ScopedSegment& seg, pid_t probe, int go_write) {
+    // The probe created the segment, and its thread holds the one CPU.
     shm::SegmentMapping map;
     ASSERT_TRUE(test::wait_until([&] {
         if (!map) {
@@ -57,19 +65,19 @@ TEST_P(HostedMainThread, BlockingCallGivesTheCpuAway) {
             map = shm::SegmentMapping::open(seg.options(), e);
         }
         return map && holder_of_cpu0(*map.get()) == probe;
-    })) << "the probe's main thread never held the CPU";
+    })) << "the probe's thread never held the CPU";
     // Attaching needs the CPU, which the probe holds until it blocks.
     const pid_t other = test::fork_child([&] {
         nosv_task_t task;
         if (nosv_init() != 0) return 11;
         if (nosv_attach(&task, nullptr, "other", 0) != 0) return 12;
         const char byte = 1;
-        const bool sent = ::write(go[1], &byte, 1) == 1;
+        const bool sent = ::write(go_write, &byte, 1) == 1;
         nosv_detach(NOSV_DETACH_NONE);
         if (nosv_shutdown() != 0) return 13;
         return sent ? 0 : 14;
     });
-    ::close(go[1]);
+    ::close(go_write);
     const int other_status = test::wait_child(other, test::kPatience);
     EXPECT_EQ(other_status, 0) << "-1: the other process never got the CPU";
     // Once the other process gave up, the probe waits for good.
@@ -78,13 +86,49 @@ TEST_P(HostedMainThread, BlockingCallGivesTheCpuAway) {
         << "3: not hosted, 4: the call failed, -1: it never returned";
 }
 
-INSTANTIATE_TEST_SUITE_P(Calls, HostedMainThread,
-                         ::testing::Values("pthread_cond_wait", "pthread_cond_timedwait",
-                                           "pthread_mutex_lock", "pthread_rwlock_rdlock",
-                                           "sem_wait", "pthread_join", "pthread_barrier_wait",
-                                           "nanosleep", "clock_nanosleep", "usleep", "poll",
-                                           "select", "epoll_wait", "read", "recv", "accept",
-                                           "waitpid"));
+TEST_P(HostedThread, BlockingCallGivesTheCpuAway) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.preempt_after_ns=0");
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const auto [op, started] = GetParam();
+    const pid_t probe = start_probe(op, go[0], "main", started);
+    ::close(go[0]);
+    expect_cpu_given_away(seg, probe, go[1]);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Calls, HostedThread,
+    ::testing::Combine(::testing::Values("pthread_cond_wait", "pthread_cond_timedwait",
+                                         "pthread_mutex_lock", "pthread_rwlock_rdlock", "sem_wait",
+                                         "pthread_join", "pthread_barrier_wait", "nanosleep",
+                                         "clock_nanosleep", "usleep", "poll", "select",
+                                         "epoll_wait", "read", "recv", "accept", "waitpid"),
+                       ::testing::Bool()),
+    [](const auto& info) {
+        return std::string(std::get<0>(info.param)) +
+               (std::get<1>(info.param) ? "_OnAStartedThread" : "_OnTheMainThread");
+    });
+
+// A thread asleep where no wrapper sees it (a raw futex system call) holds
+// its CPU until its process's monitor finds it asleep there for a whole
+// period and has it lend the CPU from its signal handler (the safety net is
+// on here, at its default).
+class HostedThreadAsleep : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HostedThreadAsleep, RawSystemCallLendsTheCpuAfterAPeriod) {
+    test::ScopedSegment seg("topology.binding=0");
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t probe = start_probe("raw_futex", go[0], "main", GetParam());
+    ::close(go[0]);
+    expect_cpu_given_away(seg, probe, go[1]);
+}
+
+INSTANTIATE_TEST_SUITE_P(MainOrStarted, HostedThreadAsleep, ::testing::Bool(),
+                         [](const auto& info) {
+                             return std::string(info.param ? "OnAStartedThread"
+                                                           : "OnTheMainThread");
+                         });
 
 // Runs the probe whose hosted main thread spins in user code for a task of
 // its own process, on one CPU, with scheduler.preempt_after_ns = `after`;
@@ -123,7 +167,7 @@ TEST(HostThreads, OffUnlessAsked) {
     ::close(go[1]);
 }
 
-// A value that is neither none nor main: one line on stderr, nothing hosted.
+// A value that is not none, main or all: one line on stderr, nothing hosted.
 TEST(HostThreads, UnknownValueIsReported) {
     test::ScopedSegment seg("topology.binding=0");
     int go[2], err[2];
@@ -138,7 +182,8 @@ TEST(HostThreads, UnknownValueIsReported) {
     char buf[256];
     for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;)
         text.append(buf, size_t(n));
-    EXPECT_NE(text.find("COEXEC_HOST_THREADS=every is not one of none and main"), std::string::npos)
+    EXPECT_NE(text.find("COEXEC_HOST_THREADS=every is not one of none, main and all"),
+              std::string::npos)
         << text;
     for (int fd : {go[0], go[1], err[0]})
         ::close(fd);

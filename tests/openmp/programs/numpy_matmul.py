@@ -1,7 +1,7 @@
 """NumPy matmuls on OpenBLAS's threads; prints a checksum of the results."""
 import numpy as np
 
-from py_common import report_runtimes
+from py_common import report_hosted_threads, report_runtimes
 
 rng = np.random.default_rng(7)
 a = rng.random((600, 600))
@@ -13,3 +13,4 @@ for _ in range(8):
     a = c / c.max()
 print(f"result: {total:.12e}")
 report_runtimes()
+report_hosted_threads(lambda: a @ b)
