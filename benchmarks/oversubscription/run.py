@@ -47,18 +47,22 @@ differ) and shows capped's and static's where they differ (fewer threads may rou
 differently).
 
 The table shows each median with its spread [min-max] and its ratio to the alone median,
-then coexec's median over (a) the best zero-knowledge mode's (native, passive) and (b) the
-best of every mode that ran, each with a verdict: "noisy" where coexec's or that mode's
+then coexec's median over (a) the best zero-knowledge mode's (native, system-blas,
+passive) and (b) the best of every mode that ran, each with a verdict: "noisy" where coexec's or that mode's
 spread ((max-min) / median) exceeds 10%, else "even" (min-max ranges overlap), "win" or
 "loss". summary.csv holds the same figures. A plot whose medians differ 30-fold or more
 gets a log y axis.
 
-Python scenarios (py/*: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to NumPy
-BLAS in one process) run the programs in benchmarks/python under Debian's /usr/bin/python3,
-with OpenBLAS's OpenMP build in every mode and as many OpenMP threads as CPUs (the
-libraries' default). They are in --long, not in the default selection; a missing Debian
-package makes them "n/a". To run them alone:
-  python3 benchmarks/oversubscription/run.py --build build --scenarios py/ --repeats 5
+Python scenarios (py/*: 2 and 4 NumPy processes, 2 PyTorch processes, scikit-learn next to
+NumPy BLAS in one process, BLAS called from T threads of a pool, a Dask threaded matmul) run
+the programs in benchmarks/python under Debian's /usr/bin/python3, with as many OpenMP
+threads as CPUs (the libraries' default) and OpenBLAS's OpenMP build in native, passive,
+capped, static and stock-llvm; system-blas runs them on the BLAS that the system's
+libblas.so.3 alternative names (Debian's default: OpenBLAS's pthreads build), coexec on what
+`coexec run` chooses. threads/omp-teams is a C++ program whose std::threads each open
+OpenMP regions. They are in --long, not in the default selection; a missing Debian package
+makes them "n/a". To run them alone:
+  python3 benchmarks/oversubscription/run.py --build build --scenarios py/,threads/ --repeats 5
 
 --dry-run prints every run's command and environment, in the order they would run,
 without running anything.
@@ -82,8 +86,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-MODES = ["native", "passive", "capped", "static", "stock-llvm", "coexec"]
-ZERO_KNOWLEDGE = ("native", "passive")  # modes that know nothing of the other jobs
+MODES = ["native", "system-blas", "passive", "capped", "static", "stock-llvm", "coexec"]
+# Modes that know nothing of the other jobs. system-blas: a Python job on the BLAS the
+# system's libblas.so.3 alternative names (Debian's default: OpenBLAS's pthreads build),
+# where the other modes but coexec give it OpenBLAS's OpenMP build.
+ZERO_KNOWLEDGE = ("native", "system-blas", "passive")
 NOISY = 0.10  # a median whose (max - min) / median exceeds this is noisy: no win, no loss
 STOCK_DIR = "openmp-stock"  # <build>/lib/coexec/<this>: stock LLVM libomp.so.5, libgomp.so.1
 TIMES = ["steady", "wall"]
@@ -105,7 +112,7 @@ PY_PROGRAMS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fi
 # Debian packages a Python job can need, and the module that shows each is installed
 # (None: OpenBLAS's OpenMP build, found by its directory).
 PY_PACKAGES = {"python3-numpy": "numpy", "python3-sklearn": "sklearn", "python3-torch": "torch",
-               "python3-joblib": "joblib", "libopenblas0-openmp": None}
+               "python3-joblib": "joblib", "python3-dask": "dask", "libopenblas0-openmp": None}
 # Drivers of third-party applications (benchmarks/apps): see docs/apps.md.
 APPS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
 
@@ -135,7 +142,7 @@ class Scenario:
     """Jobs run concurrently, and the single-runtime work they are compared with."""
 
     name: str
-    group: str  # fig6, fig7, fig8, everyday, apps, python, smoke
+    group: str  # fig6, fig7, fig8, everyday, apps, python, threads, smoke
     x: str  # x value in its figure (task count, granularity, or a label)
     jobs: list
     alone: list  # lists of jobs, run one list after the other; times add up
@@ -321,6 +328,7 @@ def catalogue(long, cpus=None):
     # matmuls, two OpenMP teams in one process.
     mm = python("numpy_matmul.py", cpus=cpus)
     s.append(Scenario("py/numpy-procs", "python", "4x numpy matmuls", [mm] * 4, [[mm]] * 4))
+    s.append(Scenario("py/numpy-2procs", "python", "2x numpy matmuls", [mm] * 2, [[mm]] * 2))
     # libtorch starts oneTBB (it loads the RML server: --tbb hosts it) but runs its intra-op
     # work on OpenMP: one busy team.
     pt = python("torch_infer.py", cpus=cpus, needs=("python3-torch",), runtimes=("omp-gcc", "tbb"),
@@ -331,6 +339,28 @@ def catalogue(long, cpus=None):
     s.append(Scenario("py/sklearn+numpy", "python", "sklearn fit + numpy thread",
                       [python("sklearn_numpy.py", cpus=cpus, needs=sk, teams=2)],
                       [[python("sklearn_numpy.py", "--sequential", cpus=cpus, needs=sk)]]))
+
+    # Program threads calling libraries with pools of their own (issue 50), not in DEFAULT:
+    # BLAS from T threads of a ThreadPoolExecutor (as Dask, joblib's threading backend and
+    # servers do), T from 2 to 4x the CPUs, against one thread doing all the products; a Dask
+    # blocked matmul on its threaded scheduler, against Dask's synchronous one; a C++
+    # program whose std::threads each open OpenMP regions, against one thread after another.
+    for t in sorted({2, cpus, 2 * cpus, 4 * cpus}):
+        bt = python("blas_threads.py", "--threads", str(t), cpus=cpus)
+        bt_alone = python("blas_threads.py", "--threads", "1", "--total-threads", str(t),
+                          cpus=cpus)
+        s.append(Scenario(f"py/blas-threads-{t}", "threads", f"BLAS from {t} threads", [bt],
+                          [[bt_alone]]))
+    dk = ("python3-numpy", "python3-dask")
+    s.append(Scenario("py/dask-matmul", "threads", "dask threaded matmul",
+                      [python("dask_matmul.py", cpus=cpus, needs=dk)],
+                      [[python("dask_matmul.py", "--scheduler", "synchronous", cpus=cpus,
+                               needs=dk)]]))
+    teams = 2 * cpus
+    tt = Job(["threadteams-gcc", "--threads", str(teams)], {"omp-gcc"}, teams=teams)
+    s.append(Scenario("threads/omp-teams", "threads", f"{teams} threads x omp regions", [tt],
+                      [[Job(["threadteams-gcc", "--threads", str(teams), "--sequential"],
+                            {"omp-gcc"})]]))
 
     # Tiny smoke selection for ctest.
     tiny = "12 12 12"
@@ -499,6 +529,8 @@ class Environment:
             for program in j.programs:
                 if not shutil.which(program):
                     return f"{program} not installed (scripts/deps/apps.txt)"
+        if mode == "system-blas" and not any(j.interpreter for j in jobs):
+            return "no Python job (native runs the system's libraries already)"
         if mode == "stock-llvm" and not os.path.exists(
                 os.path.join(self.stock_dir, "libomp.so.5")):
             return f"stock LLVM libomp not built ({self.stock_dir})"
@@ -528,9 +560,11 @@ def command(env, job, mode, plan, gate=None):
     if mode == "stock-llvm":
         # Stock LLVM libomp.so.5, and its libgomp.so.1 for GCC-built programs and OpenBLAS.
         libs.append(env.stock_dir)
-    if "libopenblas0-openmp" in job.needs and env.openblas_dir:
-        # OpenBLAS's OpenMP build in every mode, whatever the system's libblas.so.3
-        # alternative names, as coexec run does for its process.
+    if "libopenblas0-openmp" in job.needs and env.openblas_dir and mode not in (
+            "system-blas", "coexec"):
+        # OpenBLAS's OpenMP build, whatever the system's libblas.so.3 alternative names, so
+        # that native, passive, capped, static and stock-llvm run the same BLAS. system-blas
+        # keeps the system's choice; coexec runs what `coexec run` chooses.
         libs.append(env.openblas_dir)
     if libs:
         extra["LD_LIBRARY_PATH"] = ":".join(libs + [p for p in [os.environ.get(
@@ -1188,6 +1222,8 @@ def plot(outdir, results, modes, kind):
         ("python", "Python: 4 NumPy processes, 2 PyTorch processes, scikit-learn next to BLAS",
          "", "bars"),
         ("apps", "Third-party programs: GROMACS, GROMACS with MPI, joblib, PyTorch", "", "bars"),
+        ("threads", "Program threads calling BLAS and OpenMP: thread pools, Dask, std::thread",
+         "", "bars"),
     ]:
         sel = [r for r in rows.values() if r["scenario"].group == group]
         if not sel:

@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""The cost of a hosted main thread's blocking-call wrappers, as ratios to
+"""The cost of the blocking-call wrappers of hosted program threads, as ratios to
 stock, in one run:
 
     blocking_calls.py [--build build] [--repeats 7]
 
 Runs coexec-bench-blocking-calls (blocking_calls.cpp) for an uncontended
 mutex lock/unlock and a condition-variable round trip between two threads,
-in three modes, the order rotated from round to round:
+in four modes, the order rotated from round to round:
   stock    the program alone (no libcoexec);
   wrapped  libcoexec and libcoexec-host.so preloaded, as `coexec run` does,
            with COEXEC_HOST_THREADS=none: every call goes through the
            wrappers, nobody is hosted;
   hosted   the same with COEXEC_HOST_THREADS=main, on a private segment: the
            main thread holds a CPU, and gives it away where it waits.
+  all      the same with COEXEC_HOST_THREADS=all (the default of coexec run):
+           the condition variable's second thread is hosted too, so each
+           round trip hands a CPU over twice.
 Prints each mode's median ns per operation with its min-max, and the
 median's ratio to stock's.
 """
@@ -22,7 +25,7 @@ import statistics
 import subprocess
 import sys
 
-MODES = ["stock", "wrapped", "hosted"]
+MODES = ["stock", "wrapped", "hosted", "all"]
 CASES = {"lock": 20_000_000, "condvar": 100_000}
 
 
@@ -33,7 +36,7 @@ def run(build, mode, case, iterations):
         env["LD_PRELOAD"] = ":".join([os.path.join(build, "lib", "libcoexec.so"),
                                       os.path.join(build, "lib", "coexec", "host",
                                                    "libcoexec-host.so")])
-        env["COEXEC_HOST_THREADS"] = "main" if mode == "hosted" else "none"
+        env["COEXEC_HOST_THREADS"] = {"hosted": "main", "all": "all"}.get(mode, "none")
         env["NOSV_CONFIG_OVERRIDE"] = f"shared_memory.name=bench-blocking-{os.getpid()}"
     out = subprocess.run([os.path.join(build, "bin", "coexec-bench-blocking-calls"), case,
                           str(iterations)], env=env, capture_output=True, text=True, timeout=300)
