@@ -48,9 +48,9 @@ differently).
 
 The table shows each median with its spread [min-max] and its ratio to the alone median,
 then coexec's median over (a) the best zero-knowledge mode's (native, system-blas,
-passive) and (b) the best of every mode that ran, each with a verdict: "noisy" where coexec's or that mode's
-spread ((max-min) / median) exceeds 10%, else "even" (min-max ranges overlap), "win" or
-"loss". summary.csv holds the same figures. A plot whose medians differ 30-fold or more
+passive) and (b) the best of every mode that ran, each with a verdict: "noisy" where
+coexec's or that mode's spread ((max-min) / median) exceeds 10%, else "even" (min-max
+ranges overlap), "win" or "loss". summary.csv holds the same figures. A plot whose medians differ 30-fold or more
 gets a log y axis.
 
 Python scenarios (py/*: 2 and 4 NumPy processes, 2 PyTorch processes, scikit-learn next to
@@ -1198,7 +1198,7 @@ def results_text(results):
 
 
 TABLE_LEGEND = ("coexec vs (a): coexec's median over the best (lowest) median of the "
-                "zero-knowledge modes (native, passive), and which; vs (b): over the best of "
+                "zero-knowledge modes (native, system-blas, passive), and which; vs (b): over the best of "
                 "every mode that ran (capped, static and stock-llvm too). Verdicts: noisy = "
                 "coexec's or that mode's spread ((max-min)/median) exceeds 10%, no win or "
                 "loss; even = min-max ranges overlap; win / loss = ranges apart, coexec "

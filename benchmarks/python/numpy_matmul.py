@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""NumPy matmuls on OpenBLAS's OpenMP threads (libopenblas0-openmp): one process of the
-runner's py/numpy-procs, where several run at once as a joblib pool of processes does.
+"""NumPy matmuls on OpenBLAS's threads (the build the runner's mode picks): one process of
+the runner's py/numpy-procs, where several run at once as a joblib pool of processes does.
 Prints the steady time and a checksum of every product."""
 import argparse
 

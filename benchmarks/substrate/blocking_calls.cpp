@@ -1,5 +1,5 @@
 // The cost of libcoexec's wrappers of the C library's blocking calls
-// (core/blocking_interpose.cpp), for blocking_calls.py:
+// (core/host/blocking_interpose.cpp), for blocking_calls.py:
 //
 //     coexec-bench-blocking-calls lock|condvar ITERATIONS
 //

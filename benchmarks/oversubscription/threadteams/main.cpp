@@ -57,12 +57,12 @@ int main(int argc, char** argv) {
     long threads = 0, count = 0, size = 0;
     bool sequential = false;
     try {
-        bench::Args args(argc, argv, {"--threads", "--regions", "--size"}, {"--sequential"});
+        bench::Args args(argc, argv, {"threads", "regions", "size"}, {"sequential"});
         if (!args.positional().empty()) return usage("no positional arguments are taken");
-        threads = args.get_int("--threads", 4, 1, 4096);
-        count = args.get_int("--regions", 400, 1, 100'000'000);
-        size = args.get_int("--size", 1 << 16, 1, 1L << 28);
-        sequential = args.has("--sequential");
+        threads = args.get_int("threads", 4, 1, 4096);
+        count = args.get_int("regions", 400, 1, 100'000'000);
+        size = args.get_int("size", 1 << 16, 1, 1L << 28);
+        sequential = args.has("sequential");
     } catch (const bench::UsageError& e) {
         return usage(e.what());
     }
