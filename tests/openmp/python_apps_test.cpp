@@ -136,6 +136,26 @@ TEST(PythonNumpy, CoexecRunKeepsTheSystemBlasAndHostsTheProgramsThreads) {
     EXPECT_EQ(field(o.out, "result"), field(stock.out, "result"));
 }
 
+// NumPy's own linear-algebra tests (Debian's python3-pytest) pass under
+// `coexec run` with every thread hosted, as they do stock: BLAS and LAPACK
+// from the main thread and from the threads its tests start. (numpy.core's
+// take minutes: docs/python.md gives that run's result.)
+TEST(PythonNumpy, ItsOwnLinalgTestsPassUnderCoexecRun) {
+    if (!importable("numpy, pytest")) GTEST_SKIP() << "python3-numpy or python3-pytest is missing";
+    const std::vector<std::string> pytest{kPython, "-m", "pytest", "--pyargs", "numpy.linalg",
+                                          "-q", "-p", "no:cacheprovider"};
+    std::vector<std::string> argv{kCoexecCli, "run", "--"};
+    argv.insert(argv.end(), pytest.begin(), pytest.end());
+    Env env = coexec_env("numpy-linalg");
+    env.erase("OMP_NUM_THREADS"); // the libraries' defaults
+    const ProcessResult r = run(argv, env, 540s);
+    ASSERT_FALSE(r.timed_out) << r.out.substr(r.out.size() > 4000 ? r.out.size() - 4000 : 0);
+    EXPECT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 4000 ? r.out.size() - 4000 : 0)
+                              << r.err;
+    EXPECT_NE(r.out.find(" passed"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(" failed"), std::string::npos) << r.out;
+}
+
 TEST(PythonNumpy, FourProcessesAtOnceEachGiveTheStockResult) {
     if (!importable("numpy")) GTEST_SKIP() << "python3-numpy is not installed";
     const ProcessResult stock = run(stock_argv("numpy_matmul.py"), base_env(), 300s);

@@ -154,39 +154,39 @@ TEST(PoclAdapter, WorkersAreCoexecThreadsAndNoOthers) {
     EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=none\n");
 }
 
+// What the identity workload reports under `coexec run --pocl`, with
+// COEXEC_HOST_THREADS set to `host_threads` (unset when null).
+std::string identity_under_coexec_run(const char* host_threads) {
+    Command c = workload({"identity"}, Mode::Stock);
+    c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
+    if (host_threads) c.env["COEXEC_HOST_THREADS"] = host_threads;
+    Outcome o = run(c);
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return o.out;
+}
+
 // The way users start it: `coexec run --pocl -- CMD` on an unmodified binary.
 // The workers are coexec threads, hosted once by the adapter, and so are the
 // main thread and a thread the program starts, which `coexec run` hosts
 // (COEXEC_HOST_THREADS=all, docs/threads.md).
 TEST(PoclAdapter, CoexecRunPoclRehostsTheWorkers) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
-    Command c = workload({"identity"}, Mode::Stock);
-    c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
-    Outcome o = run(c);
-    ASSERT_EQ(o.exit_code, 0) << o.err;
-    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=coexec main=coexec\n");
+    EXPECT_EQ(identity_under_coexec_run(nullptr),
+              "identity worker=coexec plain_thread=coexec main=coexec\n");
 }
 
 // With COEXEC_HOST_THREADS=main, the thread the program starts is not.
 TEST(PoclAdapter, CoexecRunHostingTheMainThreadOnly) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
-    Command c = workload({"identity"}, Mode::Stock);
-    c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
-    c.env["COEXEC_HOST_THREADS"] = "main";
-    Outcome o = run(c);
-    ASSERT_EQ(o.exit_code, 0) << o.err;
-    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=coexec\n");
+    EXPECT_EQ(identity_under_coexec_run("main"),
+              "identity worker=coexec plain_thread=none main=coexec\n");
 }
 
 // With COEXEC_HOST_THREADS=none, only the workers are.
 TEST(PoclAdapter, CoexecRunWithoutHostingTheMainThread) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
-    Command c = workload({"identity"}, Mode::Stock);
-    c.argv.insert(c.argv.begin(), {COEXEC_CLI, "run", "--pocl", "--"});
-    c.env["COEXEC_HOST_THREADS"] = "none";
-    Outcome o = run(c);
-    ASSERT_EQ(o.exit_code, 0) << o.err;
-    EXPECT_EQ(o.out, "identity worker=coexec plain_thread=none main=none\n");
+    EXPECT_EQ(identity_under_coexec_run("none"),
+              "identity worker=coexec plain_thread=none main=none\n");
 }
 
 TEST(PoclAdapter, StockWorkersAreNotCoexecThreads) {
