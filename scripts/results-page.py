@@ -5,8 +5,8 @@ Each folder benchmarks/oversubscription/results/YYYY-MM-DD-<commit>/ becomes a s
 newest first. Its meta.json names the machine and, for each CSV (run.py's results.csv
 format) and each Markdown page to include, a title, the command and what it holds. Every
 CSV becomes a table of steady seconds: each mode's median [min–max] over the repeats, and
-coexec's median over (a) the best zero-knowledge mode's (native, passive) and (b) the best
-of every mode that ran, each with that mode and its verdict (noisy, even, win, loss). The
+coexec's median over (a) the best zero-knowledge mode's (native, system-blas, passive) and
+(b) the best of every mode that ran, each with that mode and its verdict (noisy, even, win, loss). The
 arithmetic is run.py's, read through versus_better.py. PNG files are shown, and every file
 is linked.
 
@@ -151,10 +151,10 @@ def readme_table(results):
     out = [README_BEGIN,
            f"Measured on {date} at commit `{commit}` on a {meta.get('machine', 'machine not recorded')}"
            f" ([data]({link}), [every figure](docs/results.md)). Steady seconds, median of "
-           f"the repeats; *(a)* is the better of native and passive, *(b)* the best of every "
+           f"the repeats; *(a)* is the best of native, system-blas and passive, *(b)* the best of every "
            f"mode that ran; the ratios are coexec's median over theirs, with the verdict.",
            "",
-           "| scenario | alone | (a) best of native, passive | (b) best of all modes | coexec "
+           "| scenario | alone | (a) best of native, system-blas, passive | (b) best of all modes | coexec "
            "| coexec / (a) | coexec / (b) |",
            "|---|---|---|---|---|---|---|"]
     for scenario, row in rows.items():
