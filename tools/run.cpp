@@ -49,11 +49,11 @@ fs::path library_dir() {
 // A BLAS directory the user asked for (COEXEC_OPENBLAS_DIR: OpenBLAS's
 // OpenMP build, say, whose threads are OpenMP threads that the re-hosted
 // libomp hosts), when it holds libopenblas.so.0; else none, and the process
-// uses the BLAS the system's libblas.so.3 alternative names. With every
-// thread hosted (COEXEC_HOST_THREADS=all, the default), OpenBLAS's pthreads
-// build, Debian's default, runs its pool on coexec too, and is faster than
-// the OpenMP build when BLAS is called from several threads at once
-// (docs/python.md has the figures). On the loader path it wins for this
+// uses the BLAS the system's libblas.so.3 alternative names. OpenBLAS's
+// pthreads build, Debian's default, is faster than the OpenMP build when
+// BLAS is called from several threads at once (docs/python.md has the
+// figures); its pool runs beside coexec, or on it with
+// COEXEC_HOST_THREADS=all. On the loader path it wins for this
 // process only; the alternative is left alone.
 std::string blas_dir() {
     const char* chosen = std::getenv("COEXEC_OPENBLAS_DIR");
@@ -135,10 +135,12 @@ int run_command(const RunOptions& options) {
         return 2;
     }
     if (!set_loader_env(options, lib)) return 2;
-    // The program's own threads, the main thread first, run on CPUs coexec
-    // grants, like the threads of its runtimes (core/host/), unless the user
-    // chose otherwise (docs/threads.md).
-    setenv("COEXEC_HOST_THREADS", "all", 0);
+    // The program's main thread runs on CPUs coexec grants, like the threads
+    // of its runtimes (core/host/), unless the user chose otherwise. Not
+    // every thread by default: a hosted OpenBLAS pthreads pool next to CPU
+    // hogs outside coexec made NumPy's linalg tests run for over 9 minutes
+    // instead of 95 s (docs/threads.md).
+    setenv("COEXEC_HOST_THREADS", "main", 0);
     std::vector<char*> argv;
     for (const auto& arg : options.command)
         argv.push_back(const_cast<char*>(arg.c_str()));
