@@ -18,7 +18,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <dlfcn.h>
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,6 +86,20 @@ std::atomic<nanosleep_fn> libc_nanosleep{nullptr};
 std::atomic<clock_nanosleep_fn> libc_clock_nanosleep{nullptr};
 std::atomic<usleep_fn> libc_usleep{nullptr};
 std::atomic<sched_yield_fn> libc_sched_yield{nullptr};
+using syscall_fn = long (*)(long, ...);
+std::atomic<syscall_fn> libc_syscall{nullptr};
+
+// Whether `caller` is code of libtbb (dladdr: only on the way to a sleep).
+bool from_libtbb(const void* caller) {
+    Dl_info info;
+    return dladdr(caller, &info) != 0 && info.dli_fname != nullptr &&
+           std::strstr(info.dli_fname, "libtbb.so") != nullptr;
+}
+
+bool is_futex_wait(long number, long op) {
+    const long cmd = op & FUTEX_CMD_MASK;
+    return number == SYS_futex && (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET);
+}
 
 } // namespace
 
@@ -120,6 +139,37 @@ clock_nanosleep(clockid_t clock, int flags, const timespec* request, timespec* r
                                                           "clock_nanosleep", "tbb");
     CpuReleasedWhileAsleep released;
     return real(clock, flags, request, remaining);
+}
+
+// libtbb's waiters (a master in task_group::wait() or a blocking algorithm,
+// inside a MasterSection) sleep in a futex of libtbb's own, through
+// syscall(). A thread that holds a coexec CPU there kept it while it slept:
+// two masters asleep so held both CPUs of a 2-CPU node while the thread
+// they waited for waited for one (tbb.upstream.coexec.test_task_group hung
+// about once in 50 runs). Such a sleep now releases the CPU, as a sleep in
+// nanosleep() does; every other call goes on unchanged. The six arguments
+// are forwarded as glibc's syscall() reads them, all six always.
+__attribute__((visibility("default"))) long syscall(long number, ...) noexcept {
+    va_list ap;
+    va_start(ap, number);
+    long a[6];
+    for (long& x : a)
+        x = va_arg(ap, long);
+    va_end(ap);
+    auto real =
+        coexec::adapter::required_next_definition(coexec::tbb_rml::libc_syscall, "syscall", "tbb");
+    if (!coexec::tbb_rml::is_futex_wait(number, a[1]) || !coexec::tbb_rml::hooks_apply() ||
+        !coexec::tbb_rml::from_libtbb(__builtin_return_address(0)))
+        return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    long rc = 0;
+    int saved = 0;
+    {
+        CpuReleasedWhileAsleep released;
+        rc = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+        saved = errno;
+    }
+    errno = saved;
+    return rc;
 }
 
 __attribute__((visibility("default"))) int usleep(useconds_t micros) {
