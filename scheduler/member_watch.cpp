@@ -102,14 +102,14 @@ void MemberWatch::look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMember
 }
 
 bool MemberWatch::member_alive(const ProcSlot& slot) {
-    return process_alive(slot.pid, slot.start_time) && image_alive(slot, slot.pid);
+    return process_alive(slot.pid, slot.start_time) && image_alive(slot);
 }
 
-bool MemberWatch::image_alive(const ProcSlot& slot, pid_t pid) {
+bool MemberWatch::image_alive(const ProcSlot& slot) {
     // Relaxed first read: a monitor that starts after it only leaves the
     // process to be trusted as a whole, as before its monitor ran.
     const pid_t monitor = slot.monitor_tid.load(rlx);
-    if (monitor <= 0 || thread_alive(pid, monitor)) return true;
+    if (monitor <= 0 || thread_alive(slot.pid, monitor)) return true;
     // The monitor is gone. It clears the word before it ends when the
     // process stops (monitor_ends(), release); a word still naming it after
     // the thread is gone (acquire) means the thread ended without doing so:

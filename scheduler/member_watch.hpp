@@ -104,9 +104,9 @@ class MemberWatch {
     // it.
     void look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMembers& dead);
     // Whether the image of the process that registered `slot` still runs,
-    // given that process `pid` does: its monitor thread, once it has one,
-    // has not ended without saying so (monitor_ends()). Reads /proc.
-    static bool image_alive(const shm::ProcSlot& slot, pid_t pid);
+    // given that the process (slot.pid) does: its monitor thread, once it
+    // has one, has not ended without saying so (monitor_ends()). Reads /proc.
+    static bool image_alive(const shm::ProcSlot& slot);
     // True when `mark` is at least `interval_ns` before `now` and this
     // caller moved it to `now` first.
     static bool claim_interval(std::atomic<uint64_t>& mark, uint64_t now, uint64_t interval_ns);
