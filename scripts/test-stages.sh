@@ -25,7 +25,7 @@ report() {
       echo "  main build: nothing (every part built)"
     fi
   fi
-  echo "  release, sanitizer and fuzz stages: the substrate, CLI and examples only, by design"
+  echo "  sanitizer and fuzz stages: the substrate, CLI and examples only, by design"
   echo "==== make test: skipped tests"
   for b in "$main_build" "$asan_build"; do
     [[ "$b/Testing/Temporary/LastTest.log" -nt "$since" ]] &&
