@@ -3,6 +3,7 @@
 #include "shm/segment.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -224,6 +225,54 @@ ConfigResult apply_setting(Config& cfg, const std::string& key, const std::strin
     return {};
 }
 
+namespace {
+
+// toml++ 3.3 (Debian 12) enters its key parser after a table header's '['
+// (or "[[") whatever comes next, and assumes a name starts there: with
+// NDEBUG, __builtin_assume() of a false condition, undefined behaviour, on
+// "[.x]", "[[[a]]]" or a '[' that ends its line (fixed upstream after 3.4,
+// tomlplusplus pull request #301). Finds the first header that does not
+// start a name (a bare-key character or a quote) after its brackets, and
+// where: line and column, from 1. A header is a '[' first on its line,
+// after spaces and tabs; so is the opening of a nested array inside a
+// multi-line array value, and such a line ("[" alone, "[{...}]") is
+// refused too, which no coexec key needs.
+struct TextPosition {
+    size_t line = 0, column = 0;
+};
+std::optional<TextPosition> bad_table_header(std::string_view text) {
+    auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
+    auto starts_name = [](char c) {
+        return std::isalnum((unsigned char)c) || c == '_' || c == '-' || c == '"' || c == '\'';
+    };
+    size_t line_number = 1;
+    for (size_t line = 0; line < text.size(); ++line_number) {
+        size_t i = line;
+        auto skip_blanks = [&] {
+            while (i < text.size() && is_blank(text[i]))
+                ++i;
+        };
+        skip_blanks();
+        if (i < text.size() && text[i] == '[') {
+            ++i;
+            const bool array = i < text.size() && text[i] == '[';
+            if (array) ++i;
+            skip_blanks();
+            // The end of the text, a ']', and a '[' after "[ " are errors
+            // toml++ reports itself.
+            if (i < text.size() && text[i] != ']' && !(text[i] == '[' && !array) &&
+                !starts_name(text[i]))
+                return TextPosition{line_number, i - line + 1};
+        }
+        const size_t end = text.find('\n', line);
+        if (end == std::string_view::npos) break;
+        line = end + 1;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
 ConfigResult apply_config_text(Config& cfg, std::string_view text, const std::string& source) {
     // toml++ 3.3 (Debian 12) reaches __builtin_unreachable() on some
     // non-ASCII code points (upstream issues #190 and #295): undefined
@@ -240,6 +289,10 @@ ConfigResult apply_config_text(Config& cfg, std::string_view text, const std::st
                          "); only ASCII is accepted");
         }
     }
+    if (const std::optional<TextPosition> at = bad_table_header(text))
+        return error("configuration file " + source + " is not valid TOML (line " +
+                     std::to_string(at->line) + ", column " + std::to_string(at->column) +
+                     "): a table header needs a name after its '['");
     toml::table table;
     try {
         table = toml::parse(text, source);

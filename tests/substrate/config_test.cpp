@@ -177,6 +177,35 @@ TEST(Config, NonAsciiDocumentIsAnErrorWithItsPosition) {
     EXPECT_EQ(c.quantum_ns, Config{}.quantum_ns);
 }
 
+// Regression (config_file fuzzer): toml++ 3.3 assumes that a name follows a
+// table header's brackets (undefined behaviour otherwise), so such headers
+// are refused first; a nested array in a value is not a header.
+TEST(Config, TableHeaderWithoutANameIsAnErrorWithItsPosition) {
+    for (const char* doc : {"[.startl = sch}\n", "[scheduler]\nquantum_ns = 5\n  [[[a]]]\n", "[\n",
+                            "[[=\n", "[ #\n"}) {
+        Config c;
+        auto r = apply_config_text(c, doc, "t.toml");
+        EXPECT_FALSE(r.ok) << doc;
+        EXPECT_NE(r.error.find("table header needs a name"), std::string::npos) << r.error;
+    }
+    Config c;
+    auto r = apply_config_text(c, "[scheduler]\nquantum_ns = 5\n  [[[a]]]\n", "t.toml");
+    EXPECT_NE(r.error.find("line 3, column 5"), std::string::npos) << r.error;
+    // Headers toml++ checks itself, and names that are fine.
+    for (const char* doc : {"[ [a]]\n", "[]\n", "[[]]\n", "["}) {
+        r = apply_config_text(c, doc, "t.toml");
+        EXPECT_FALSE(r.ok) << doc;
+        EXPECT_EQ(r.error.find("table header needs a name"), std::string::npos) << r.error;
+    }
+    for (const char* doc : {"[ scheduler ]\nquantum_ns = 5000\n",
+                            "[\"scheduler\"]\nquantum_ns = 5000\n", "\t[governor]\nspins = 7\n"}) {
+        r = apply_config_text(c, doc, "t.toml");
+        EXPECT_TRUE(r.ok) << doc << ": " << r.error;
+    }
+    EXPECT_EQ(c.quantum_ns, 5000u);
+    EXPECT_EQ(c.governor_spins, 7u);
+}
+
 TEST(Config, MalformedTomlNamesTheLine) {
     Config c;
     auto r = apply_config_text(c, "[scheduler]\nquantum_ns = \n", "bad.toml");
