@@ -2,6 +2,7 @@
 
 #include "scheduler/kernel_affinity.hpp"
 #include "scheduler/read_line.hpp"
+#include "shm/layout.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -231,6 +232,20 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
         }
         out.quota_cpus = limits.quota_cpus;
         out.quota_origin = limits.quota_source;
+    }
+    // Said, never cut short: the CPUs past the segment's last slot would
+    // be left out without a word.
+    if (out.cpus.size() > size_t(shm::kMaxCpus)) {
+        std::vector<int> first;
+        for (size_t i = 0; i < size_t(shm::kMaxCpus); ++i)
+            first.push_back(out.cpus[i].system_id);
+        error = std::to_string(out.cpus.size()) + " CPUs to manage (" + out.origin +
+                "), more than the " + std::to_string(shm::kMaxCpus) +
+                " one coexec instance manages; set topology.binding to at most " +
+                std::to_string(shm::kMaxCpus) + " of them (the first " +
+                std::to_string(shm::kMaxCpus) + ": " + format_cpu_list(first) +
+                "), or run one instance per NUMA node or socket";
+        return false;
     }
     return true;
 }

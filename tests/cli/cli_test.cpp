@@ -368,6 +368,20 @@ TEST_F(CliTest, ResetRefusesWhileAliveAndSucceedsAfterKill) {
     expect_clean_failure(cli({"ps"}), "no coexec segment");
 }
 
+// Without a segment, `coexec info` fails and says what the first process
+// would manage, or why it could not start.
+TEST_F(CliTest, InfoWithoutSegmentSaysWhatANewInstanceWouldManage) {
+    Outcome o = cli({"info"});
+    expect_clean_failure(o, "no coexec segment");
+    EXPECT_NE(o.err.find("a new instance would manage"), std::string::npos) << o.err;
+    const std::string beyond = std::to_string(std::thread::hardware_concurrency() + 64);
+    Outcome bad = run_process({kCli, "info", "--name", name()},
+                              Env{{"NOSV_CONFIG_OVERRIDE", "topology.binding=" + beyond}});
+    expect_clean_failure(bad, "a new instance could not start");
+    EXPECT_NE(bad.err.find("CPU " + beyond), std::string::npos) << bad.err;
+    EXPECT_FALSE(segment_exists());
+}
+
 TEST_F(CliTest, ResetWithoutSegmentFails) {
     expect_clean_failure(cli({"reset"}), "no coexec segment");
 }
@@ -699,10 +713,9 @@ TEST(CliRunBuilt, AScriptThatExecsTheNextAgainAndAgainFinishes) {
         "n=$1; if [ \"$n\" -gt 0 ]; then exec /bin/sh -c \"$0\" \"$0\" $((n - 1)); fi; "
         "echo last image ran";
     const std::string segment = "cliexec" + std::to_string(::getpid());
-    Outcome o = run_process({kCli, "run", "--", "/bin/sh", "-c", chain, chain,
-                             std::to_string(levels)},
-                            Env{{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + segment}},
-                            std::chrono::seconds(60));
+    Outcome o = run_process(
+        {kCli, "run", "--", "/bin/sh", "-c", chain, chain, std::to_string(levels)},
+        Env{{"NOSV_CONFIG_OVERRIDE", "shared_memory.name=" + segment}}, std::chrono::seconds(60));
     std::string why;
     shm::SegmentOptions options;
     options.name = segment;

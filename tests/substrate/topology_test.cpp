@@ -1,5 +1,6 @@
 // CPU lists, cgroup limits and CPU discovery (checked against hwloc).
 #include "scheduler/topology.hpp"
+#include "shm/layout.hpp"
 
 #include <gtest/gtest.h>
 #include <hwloc.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 using namespace coexec::scheduler;
+namespace shm = coexec::shm;
 
 TEST(CpuList, ParsesRangesAndSingles) {
     std::vector<int> ids;
@@ -289,4 +291,28 @@ TEST(Topology, CoresAreNamedByTheirFirstThreadAcrossPackages) {
     ASSERT_TRUE(discover_cpus("all", d, err, {}, bare.path())) << err;
     ASSERT_EQ(d.cpus.size(), 2u);
     EXPECT_EQ(d.cpus[1].core, 1);
+}
+
+// More CPUs than a segment has slots for is an error that says what to do,
+// never a silent cut (a 768-thread node, say); a binding or a CPU quota that
+// keeps few enough is fine.
+TEST(Topology, MoreCpusThanASegmentHoldsIsAnError) {
+    const int n = shm::kMaxCpus + 44;
+    FakeRoot sys;
+    sys.write("/online", "0-" + std::to_string(n - 1) + "\n");
+    Discovery d;
+    std::string err;
+    EXPECT_FALSE(discover_cpus("all", d, err, {}, sys.path()));
+    EXPECT_NE(err.find(std::to_string(n) + " CPUs to manage"), std::string::npos) << err;
+    EXPECT_NE(err.find("0-" + std::to_string(shm::kMaxCpus - 1)), std::string::npos) << err;
+
+    const std::string first = "0-" + std::to_string(shm::kMaxCpus - 1);
+    ASSERT_TRUE(discover_cpus(first, d, err, {}, sys.path())) << err;
+    EXPECT_EQ(d.cpus.size(), size_t(shm::kMaxCpus));
+
+    CgroupLimits limits;
+    limits.quota_cpus = 8;
+    limits.quota_source = "fake quota";
+    ASSERT_TRUE(discover_cpus("all", d, err, limits, sys.path())) << err;
+    EXPECT_EQ(d.cpus.size(), 8u);
 }
