@@ -28,6 +28,7 @@
 // CPUs; the same program without coexec 1.6-2.6 s).
 // A lock or semaphore is tried first, so an uncontended one costs what it
 // costs without coexec, plus a thread-local check.
+#include "core/host/host_mode.hpp"
 #include "core/interpose/forwarded_call.hpp"
 #include "core/interpose/host_calls.h"
 #include "core/interpose/next_definition.hpp"
@@ -388,16 +389,28 @@ COEXEC_INTERPOSE int pthread_barrier_wait(pthread_barrier_t* b) {
 // A yield is a yield (nosv_yield): when work waits for the CPU, of this
 // process or another, it goes to that work first and the thread queues for
 // a CPU behind it; otherwise the thread keeps it, at the cost of a look at
-// two counters. Then the kernel's yield (the re-hosted libomp's, when it is
-// loaded), where threads coexec does not host may be waiting. It was a
-// scheduling point once (nosv_schedpoint: give way only once the thread's
-// turn is over); threads that spin on sched_yield for each other's results
-// (OpenBLAS's pthreads pool hands work to its threads that way) then kept
-// their CPUs for a whole quantum while the thread they waited for waited
-// for one: 4 NumPy processes took 7.5 s instead of 1.8 s (2 CPUs).
+// two counters. It was a scheduling point once (nosv_schedpoint: give way
+// only once the thread's turn is over); threads that spin on sched_yield
+// for each other's results (OpenBLAS's pthreads pool hands work to its
+// threads that way) then kept their CPUs for a whole quantum while the
+// thread they waited for waited for one: 4 NumPy processes took 7.5 s
+// instead of 1.8 s (2 CPUs).
+//
+// Then the kernel's yield (the re-hosted libomp's, when it is loaded), for
+// threads coexec does not place that may share the CPU: under main, the
+// threads the program starts. Not when every thread of the program is
+// hosted (all): the kernel's yield would then only serve programs outside
+// coexec, and hand each of them a whole time slice per spin. Two OpenBLAS
+// threads, each pinned to the CPU it holds beside a CPU hog (stress-ng),
+// waited for each other through those slices: 40 LU solves (n = 400) took
+// 3.8-4.4 s against 0.6-1.1 s without the kernel's yield (2 CPUs); stock
+// OpenBLAS, unpinned, took 0.55 s or 4.5 s from run to run.
 COEXEC_INTERPOSE int sched_yield() noexcept {
     FORWARDED;
-    if (hosted_program_call(CALLER)) nosv_yield(NOSV_YIELD_NONE);
+    if (hosted_program_call(CALLER)) {
+        nosv_yield(NOSV_YIELD_NONE);
+        if (every_program_thread_hosted()) return 0;
+    }
     return next_sched_yield()();
 }
 

@@ -41,6 +41,11 @@ std::atomic<HostMode> g_mode{HostMode::none};
 // Threads the program started that are attached now.
 std::atomic<int> g_started_attached{0};
 
+// Set for good once a thread the program started runs unhosted. Relaxed:
+// a yield that reads it late treats that thread as hosted for one more
+// call, which costs that thread a few microseconds at most.
+std::atomic<bool> g_some_unhosted{false};
+
 bool verbose() {
     const char* v = std::getenv("COEXEC_VERBOSE");
     return v && *v && std::strcmp(v, "0") != 0;
@@ -117,6 +122,14 @@ HostMode host_mode() {
 
 void hosted_thread_started() {
     g_started_attached.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool every_program_thread_hosted() {
+    return host_mode() == HostMode::all && !g_some_unhosted.load(std::memory_order_relaxed);
+}
+
+void program_thread_unhosted() {
+    g_some_unhosted.store(true, std::memory_order_relaxed);
 }
 
 void hosted_thread_ended() {

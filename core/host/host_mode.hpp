@@ -20,4 +20,11 @@ HostMode host_mode();
 void hosted_thread_started();
 void hosted_thread_ended();
 
+// Under all, whether every thread the program started so far is hosted:
+// none failed to attach (program_thread_unhosted() was never called). False
+// under main and none.
+bool every_program_thread_hosted();
+// A thread the program started runs unhosted (it could not attach).
+void program_thread_unhosted();
+
 } // namespace coexec::host

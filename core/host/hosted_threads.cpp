@@ -61,6 +61,7 @@ class HostedThread {
             hosted_thread_started();
             return;
         }
+        program_thread_unhosted();
         static std::atomic<bool> said{false};
         if (verbose() && !said.exchange(true, std::memory_order_relaxed))
             std::fprintf(stderr, "coexec: a program thread is not hosted: %s\n",
@@ -112,7 +113,10 @@ pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(v
     if (caller == nullptr) caller = __builtin_extract_return_addr(__builtin_return_address(0));
     if (!coexec_host_new_thread(caller)) return next(thread, attr, routine, arg);
     auto* start = new (std::nothrow) Start{routine, arg};
-    if (start == nullptr) return next(thread, attr, routine, arg);
+    if (start == nullptr) {
+        program_thread_unhosted();
+        return next(thread, attr, routine, arg);
+    }
     const int rc = next(thread, attr, hosted_start, start);
     if (rc != 0) delete start; // no thread runs it
     return rc;

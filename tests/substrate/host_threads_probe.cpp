@@ -15,7 +15,11 @@
 // other process gets the CPU only if the call gave it away.
 //
 // `spin_for_own_task` needs no other process (GO_FD is not read): the main
-// thread spins until a task of its own process ran.
+// thread spins until a task of its own process ran. Neither do
+// `yields_reach_kernel` and `yields_stay_in_coexec`: the thread calls
+// sched_yield 100 times, and the call succeeds when every one (or none)
+// reached the definition after libcoexec-host.so's (kernel_yield_counter.cpp,
+// preloaded after it).
 //
 // Exit status: 0 when the calling thread was hosted before the call and
 // still is after it, 2 for bad arguments, 3 when it is not hosted, 4 when
@@ -28,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <dlfcn.h>
 #include <functional>
 #include <linux/futex.h>
 #include <map>
@@ -255,6 +260,18 @@ bool spin_for_own_task() {
     return nosv_shutdown() == 0;
 }
 
+// How many of 100 sched_yield calls reached the counting definition
+// preloaded after libcoexec-host.so; -1 when it is not loaded.
+int kernel_yields_of_100() {
+    auto* count =
+        static_cast<std::atomic<int>*>(::dlsym(RTLD_DEFAULT, "coexec_test_kernel_yields"));
+    if (count == nullptr) return -1;
+    const int before = count->load();
+    for (int i = 0; i < 100; ++i)
+        ::sched_yield();
+    return count->load() - before;
+}
+
 const std::map<std::string, std::function<bool()>>& operations() {
     static const std::map<std::string, std::function<bool()>> ops{
         {"pthread_cond_wait", [] { return cond_wait(false); }},
@@ -311,6 +328,8 @@ const std::map<std::string, std::function<bool()>>& operations() {
         {"waitpid", child_wait},
         {"raw_futex", raw_futex},
         {"spin_for_own_task", spin_for_own_task},
+        {"yields_reach_kernel", [] { return kernel_yields_of_100() == 100; }},
+        {"yields_stay_in_coexec", [] { return kernel_yields_of_100() == 0; }},
     };
     return ops;
 }

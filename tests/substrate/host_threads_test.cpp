@@ -151,6 +151,29 @@ TEST(HostThreads, SpinningMainThreadKeepsTheCpuWithoutTheSafetyNet) {
     EXPECT_EQ(spin_for_own_task("0", std::chrono::seconds(2)), -1) << "it did not spin";
 }
 
+// A hosted thread's sched_yield goes on to the kernel's only while threads
+// of the program may run unhosted beside it: under main (the threads the
+// program starts), not under all. There the kernel's yield would only hand
+// programs outside coexec a time slice per spin of a thread that waits for
+// another of its own.
+TEST(HostThreads, KernelYieldOnlyWhileProgramThreadsRunUnhosted) {
+    test::ScopedSegment seg("topology.binding=0");
+    const std::string preload = kPreload + ":" + KERNEL_YIELD_COUNTER;
+    auto run = [&](const char* op, bool all) {
+        std::vector<std::string> argv{kProbe, op, "-1"};
+        if (all) argv.push_back("started");
+        return test::wait_child(
+            test_support::spawn(
+                argv, {{"COEXEC_HOST_THREADS", all ? "all" : "main"}, {"LD_PRELOAD", preload}}),
+            test::kPatience);
+    };
+    EXPECT_EQ(run("yields_reach_kernel", false), 0) << "main: 4: a yield stayed in coexec";
+    EXPECT_EQ(run("yields_stay_in_coexec", true), 0) << "all: 4: a yield reached the kernel";
+    // The counter sees what it should: the opposite expectations fail.
+    EXPECT_EQ(run("yields_stay_in_coexec", false), 4);
+    EXPECT_EQ(run("yields_reach_kernel", true), 4);
+}
+
 // Without COEXEC_HOST_THREADS (or with none), nothing is hosted: the probe
 // says so (exit 3) without touching the segment.
 TEST(HostThreads, OffUnlessAsked) {
