@@ -137,9 +137,9 @@ int run_command(const RunOptions& options) {
     if (!set_loader_env(options, lib)) return 2;
     // The program's main thread runs on CPUs coexec grants, like the threads
     // of its runtimes (core/host/), unless the user chose otherwise. Not
-    // every thread by default: a hosted OpenBLAS pthreads pool next to CPU
-    // hogs outside coexec made NumPy's linalg tests run for over 9 minutes
-    // instead of 95 s (docs/threads.md).
+    // every thread by default: next to CPU hogs outside coexec, NumPy's
+    // linalg tests took 141 s with every thread hosted, 111 s with the main
+    // thread only (docs/threads.md, which also has the rows where all wins).
     setenv("COEXEC_HOST_THREADS", "main", 0);
     std::vector<char*> argv;
     for (const auto& arg : options.command)
