@@ -90,52 +90,77 @@ const char* trace_kind_name(TraceKind kind) {
 
 void TraceRingReader::start(const TraceRing& ring) {
     next_ = ring.head.load(std::memory_order_acquire);
-    lost_ = 0;
-    pending_since_ns_ = 0;
+    pending_.clear();
+    overwritten_ = 0;
+    unfinished_ = 0;
 }
 
-void TraceRingReader::poll(const TraceRing& ring, uint64_t now, std::vector<TraceEvent>& out) {
+TraceRingReader::Read TraceRingReader::read(const TraceRing& ring, uint64_t index,
+                                            std::vector<TraceEvent>& out) {
+    const TraceRecord& r = ring.records[index & kMask];
+    // Acquire pairs with the writer's publishing release.
+    const uint64_t before = r.seq.load(std::memory_order_acquire);
+    if (before > written(index)) return Read::Overwritten; // a later lap has it
+    if (before != written(index)) return Read::NotYet;     // claimed, not written, or dropped
+    uint64_t w[7];
+    for (int i = 0; i < 7; ++i)
+        w[i] = r.words[i].load(rlx);
+    // Acquire fence: pairs with the writer's release fence after its claim
+    // (see trace_append()), so a record overwritten while we copied it
+    // shows a newer `seq` here.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r.seq.load(rlx) != before) return Read::Overwritten;
+    out.push_back(decode(w));
+    return Read::Done;
+}
+
+void TraceRingReader::poll(const TraceRing& ring, std::vector<TraceEvent>& out) {
     const uint64_t head = ring.head.load(std::memory_order_acquire);
     if (head < next_) { // only a corrupt (or re-formatted) ring goes back
         next_ = head;
-        pending_since_ns_ = 0;
+        unfinished_ += pending_.size();
+        pending_.clear();
     }
     if (head - next_ > kTraceRingSize) { // overwritten before we got to them
-        lost_ += head - kTraceRingSize - next_;
+        overwritten_ += head - kTraceRingSize - next_;
         next_ = head - kTraceRingSize;
-        pending_since_ns_ = 0;
     }
-    while (next_ < head) {
-        const TraceRecord& r = ring.records[next_ & kMask];
-        // Acquire pairs with the writer's publishing release.
-        const uint64_t before = r.seq.load(std::memory_order_acquire);
-        if (before == written(next_)) {
-            uint64_t w[7];
-            for (int i = 0; i < 7; ++i)
-                w[i] = r.words[i].load(rlx);
-            // Acquire fence: pairs with the writer's release fence after its
-            // claim (see trace_append()), so a record overwritten while we
-            // copied it shows a newer `seq` here.
-            std::atomic_thread_fence(std::memory_order_acquire);
-            if (r.seq.load(rlx) == before)
-                out.push_back(decode(w));
-            else
-                ++lost_;
-        } else if (before > written(next_)) {
-            ++lost_; // a later lap has it
-        } else {
-            // Claimed but not written yet, or dropped: wait for it a while.
-            const bool waited =
-                pending_since_ns_ != 0 && now - pending_since_ns_ >= kPendingTimeoutNs;
-            if (!waited && head - next_ < kTraceRingSize / 2) {
-                if (pending_since_ns_ == 0) pending_since_ns_ = now;
-                return;
-            }
-            ++lost_;
+    // The pending records first: each is complete now, overwritten, lapped
+    // (a later index owns its slot, so its writer can no longer finish it
+    // there), or still pending.
+    std::erase_if(pending_, [&](uint64_t index) {
+        switch (read(ring, index, out)) {
+        case Read::Done:
+            return true;
+        case Read::Overwritten:
+            ++overwritten_;
+            return true;
+        case Read::NotYet:
+            break;
         }
-        ++next_;
-        pending_since_ns_ = 0;
+        if (head - index < kTraceRingSize) return false;
+        ++unfinished_;
+        return true;
+    });
+    for (; next_ < head; ++next_) {
+        switch (read(ring, next_, out)) {
+        case Read::Done:
+            break;
+        case Read::Overwritten:
+            ++overwritten_;
+            break;
+        case Read::NotYet:
+            // Fewer than kTraceRingSize: every index here is within one lap
+            // of head, and the lapped ones were erased above.
+            pending_.push_back(next_);
+            break;
+        }
     }
+}
+
+void TraceRingReader::abandon_pending() {
+    unfinished_ += pending_.size();
+    pending_.clear();
 }
 
 } // namespace coexec::shm

@@ -8,7 +8,9 @@
 // finds 2*index+2 before and after copying the payload has a whole record;
 // any other value means it was overwritten by a later lap, is still being
 // written, or was dropped. Readers keep their own positions, so a slow
-// reader loses the oldest records (and counts them), never a writer's time.
+// reader loses the oldest records (and counts them), never a writer's time;
+// a record still being written is read later, when its writer has finished
+// it, so a writer descheduled mid-record loses nothing.
 #pragma once
 
 #include "layout.hpp"
@@ -55,27 +57,41 @@ const char* trace_kind_name(TraceKind kind);
 // corrupt segment): nothing it reads is used as an index.
 class TraceRingReader {
   public:
-    // A record not complete this long after the reader first waited for it
-    // is counted lost (its writer dropped it or died while writing it).
-    static constexpr uint64_t kPendingTimeoutNs = 20'000'000;
-
     // Reads from the ring's current head on: only records appended from now.
     void start(const TraceRing& ring);
-    // Appends the records completed since the last poll to `out`, in ring
-    // order, and counts those lost: overwritten before they were read, or
-    // never completed. Stops at the first record still being written, unless
-    // it has been pending for kPendingTimeoutNs at `now` (CLOCK_MONOTONIC) or
-    // the writers are half a ring ahead of it.
-    void poll(const TraceRing& ring, uint64_t now, std::vector<TraceEvent>& out);
-    // Records lost so far.
-    uint64_t lost() const { return lost_; }
-    // The index of the next record this reader will read.
+    // Appends to `out` the records completed since the last poll, and the
+    // pending ones (see below) completed since. Records come in ring order,
+    // except that a pending record comes when it is complete; every record
+    // carries its time. Counts the records lost: overwritten before they
+    // were read, or pending when a later lap took their slot.
+    //
+    // A record claimed but not yet complete stays pending: its writer may be
+    // descheduled mid-record, and is looked for again at every poll. One
+    // whose writer died mid-record, or that a writer dropped (its slot was
+    // still claimed a lap before), never completes; it stays pending until
+    // the ring laps it, or until abandon_pending().
+    void poll(const TraceRing& ring, std::vector<TraceEvent>& out);
+    // Records pending now.
+    size_t pending() const { return pending_.size(); }
+    // Gives up on the pending records: each counts as unfinished.
+    void abandon_pending();
+    // Records overwritten before they were read.
+    uint64_t overwritten() const { return overwritten_; }
+    // Records never completed while this reader looked for them: their
+    // writer died or stopped mid-record, or dropped them.
+    uint64_t unfinished() const { return unfinished_; }
+    // The index of the next record this reader will look at first.
     uint64_t position() const { return next_; }
 
   private:
+    enum class Read { Done, Overwritten, NotYet };
+    // Reads ring index `index` into `out` if it is complete.
+    static Read read(const TraceRing& ring, uint64_t index, std::vector<TraceEvent>& out);
+
     uint64_t next_ = 0;
-    uint64_t lost_ = 0;
-    uint64_t pending_since_ns_ = 0; // 0: not waiting for a record
+    std::vector<uint64_t> pending_; // indices below next_, fewer than kTraceRingSize
+    uint64_t overwritten_ = 0;
+    uint64_t unfinished_ = 0;
 };
 
 } // namespace coexec::shm

@@ -167,7 +167,7 @@ int write_and_wait(const Recording& rec, const RecordOptions& options, pid_t chi
                      "coexec record: %zu events (%llu lost) written to %s\n"
                      "  open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing;\n"
                      "  or draw it: coexec plot %s -o %s\n",
-                     rec.events.size(), static_cast<unsigned long long>(rec.lost),
+                     rec.events.size(), static_cast<unsigned long long>(rec.lost()),
                      options.output.c_str(), options.output.c_str(),
                      png_path_for(options.output).c_str());
         if (options.png) {

@@ -41,17 +41,25 @@ class Builder {
             apply(e);
         for (auto& [cpu, h] : cpus_)
             close(cpu, r_.end_ns);
-        if (r_.lost > 0)
-            instant(r_.end_ns, fmt::format("{} events lost", r_.lost), "g", kCpuTrackPid,
-                    kCpuTrackTid, {{"lost_events", r_.lost}});
+        if (r_.lost() > 0)
+            instant(r_.end_ns, fmt::format("{} events lost", r_.lost()), "g", kCpuTrackPid,
+                    kCpuTrackTid,
+                    {{"lost_events", r_.lost()},
+                     {"overwritten_events", r_.overwritten},
+                     {"unfinished_events", r_.unfinished}});
         add_metadata();
         json doc;
         doc["traceEvents"] = std::move(events_);
         doc["displayTimeUnit"] = "ms";
         doc["otherData"] = {
-            {"producer", r_.producer},           {"segment", printable(r_.shm_name)},
-            {"start_monotonic_ns", r_.start_ns}, {"end_monotonic_ns", r_.end_ns},
-            {"events", r_.events.size()},        {"lost_events", r_.lost},
+            {"producer", r_.producer},
+            {"segment", printable(r_.shm_name)},
+            {"start_monotonic_ns", r_.start_ns},
+            {"end_monotonic_ns", r_.end_ns},
+            {"events", r_.events.size()},
+            {"lost_events", r_.lost()},
+            {"overwritten_events", r_.overwritten},
+            {"unfinished_events", r_.unfinished},
             {"cpu_track_pid", kCpuTrackPid},
         };
         if (r_.sample_period_ns) doc["otherData"]["sample_period_ns"] = r_.sample_period_ns;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <time.h>
 #include <unistd.h>
 
 namespace coexec::cli {
@@ -126,11 +127,10 @@ void TraceRecorder::switch_off() {
 
 void TraceRecorder::poll() {
     const size_t before = rec_.events.size();
-    const uint64_t now = now_ns();
     Segment& s = sched_.segment();
     for (int r = 0; r < kTraceRings; ++r) {
         const size_t from = rec_.events.size();
-        readers_[size_t(r)].poll(s.traces[r], now, rec_.events);
+        readers_[size_t(r)].poll(s.traces[r], rec_.events);
         // A CPU ring's records are about its CPU, whatever a corrupt
         // record says.
         for (size_t i = from; i < rec_.events.size(); ++i)
@@ -152,10 +152,25 @@ void TraceRecorder::name_new_threads(size_t from) {
     }
 }
 
+size_t TraceRecorder::pending() const {
+    size_t n = 0;
+    for (const auto& r : readers_)
+        n += r.pending();
+    return n;
+}
+
 Recording TraceRecorder::finish() {
-    poll();
     if (on_) switch_off();
     rec_.end_ns = now_ns();
+    // Writers that read the switch before it went off may still append
+    // (their records' times are earlier): the records they finish are read,
+    // up to the grace period.
+    poll();
+    for (const uint64_t until = now_ns() + kPendingGraceNs; pending() > 0 && now_ns() < until;) {
+        const timespec ms{0, 1'000'000};
+        nanosleep(&ms, nullptr);
+        poll();
+    }
     Segment& s = sched_.segment();
     // Members that joined before any Join record of theirs was read (lost).
     const int alive = std::clamp(s.header.alive_count, 0, kMaxProcs);
@@ -167,8 +182,11 @@ Recording TraceRecorder::finish() {
     const int cpus = std::clamp(s.header.cpu_count, 0, kMaxCpus);
     for (int c = 0; c < cpus; ++c)
         rec_.cpu_system_ids.push_back(s.cpus[c].system_id);
-    for (const auto& r : readers_)
-        rec_.lost += r.lost();
+    for (auto& r : readers_) {
+        r.abandon_pending();
+        rec_.overwritten += r.overwritten();
+        rec_.unfinished += r.unfinished();
+    }
     std::stable_sort(
         rec_.events.begin(), rec_.events.end(),
         [](const TraceEvent& a, const TraceEvent& b) { return a.time_ns < b.time_ns; });

@@ -23,7 +23,11 @@ struct Recording {
     std::map<int32_t, std::string> process_names; // by pid
     std::map<int32_t, std::string> thread_names;  // by tid (its kernel name)
     std::vector<int> cpu_system_ids;              // by CPU slot index
-    uint64_t lost = 0; // records overwritten before they were read, or dropped
+    // Records lost: overwritten before they were read, or never finished by
+    // their writer (it died or stopped mid-record, or dropped the record).
+    uint64_t overwritten = 0;
+    uint64_t unfinished = 0;
+    uint64_t lost() const { return overwritten + unfinished; }
     std::string shm_name;
     // What made it, and the name of the CPU tracks' pseudo-process.
     std::string producer = "coexec record";
@@ -49,11 +53,21 @@ class TraceRecorder {
     // few milliseconds: a ring holds shm::kTraceRingSize records, and older
     // ones are overwritten (and counted lost).
     void poll();
-    // Polls a last time, switches recording off, and returns what was read.
+    // Switches recording off, polls until no record is pending (for at most
+    // kPendingGraceNs: the rest are counted unfinished), and returns what
+    // was read.
     Recording finish();
+
+    // How long finish() waits for records still being written. Only a
+    // writer that died or was stopped mid-record makes it wait this long; a
+    // descheduled one finishes in a few time slices, even beside many CPU
+    // hogs.
+    static constexpr uint64_t kPendingGraceNs = 2'000'000'000;
 
   private:
     void name_new_threads(size_t from);
+    // Records pending in all rings.
+    size_t pending() const;
     void switch_off();
 
     scheduler::SharedScheduler sched_;

@@ -25,7 +25,8 @@ Recording random_recording(uint32_t seed, size_t count) {
     r.shm_name = "/coexec.fuzz\xff.u0";
     r.process_names[7] = "p\x01seven\xc3";
     r.cpu_system_ids = {0, 1, 2, 3};
-    r.lost = uint64_t(pick(0, 3));
+    r.overwritten = uint64_t(pick(0, 3));
+    r.unfinished = uint64_t(pick(0, 1));
     for (size_t i = 0; i < count; ++i) {
         TraceEvent e;
         // Some before the start and after the end: clamped.
@@ -81,6 +82,25 @@ TEST(TraceJson, ArbitraryEventsGiveASoundTrace) {
             ASSERT_EQ(open, e["args"]["cpus"].get<int>()) << "seed " << seed << " " << e.dump();
         }
     }
+}
+
+TEST(TraceJson, LostEventsAreCountedByCause) {
+    Recording r;
+    r.start_ns = 5;
+    r.end_ns = 10'000;
+    r.overwritten = 3;
+    r.unfinished = 1;
+    const json doc = trace_to_json(r);
+    EXPECT_EQ(doc["otherData"]["lost_events"], 4);
+    EXPECT_EQ(doc["otherData"]["overwritten_events"], 3);
+    EXPECT_EQ(doc["otherData"]["unfinished_events"], 1);
+    int notes = 0;
+    for (const json& e : doc["traceEvents"])
+        if (e["ph"] == "i" && e["name"] == "4 events lost") {
+            ++notes;
+            EXPECT_EQ(e["args"]["unfinished_events"], 1);
+        }
+    EXPECT_EQ(notes, 1);
 }
 
 TEST(TraceJson, EmptyRecording) {
