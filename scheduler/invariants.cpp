@@ -252,6 +252,21 @@ bool proc_alive(const Segment& s, const Bounds& b, int32_t p) {
 }
 
 // Each CPU's state, owner and indices; counts the CPUs each thread holds.
+// "CPU <c> (<state>)", spelled out only when a message uses it: a sound
+// segment's check allocates nothing.
+struct CpuName {
+    int32_t cpu;
+    CpuState state;
+};
+std::string piece(const CpuName& n) {
+    std::string text = "CPU ";
+    text += std::to_string(n.cpu);
+    text += " (";
+    text += cpu_state_name(n.state);
+    text += ")";
+    return text;
+}
+
 void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
     int32_t unheld = 0, wakeable = 0;
     for (int32_t c = 0; c < b.cpus; ++c) {
@@ -282,7 +297,7 @@ void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
             continue;
         }
         if (!held(st)) continue;
-        const std::string what = "CPU " + std::to_string(c) + " (" + cpu_state_name(st) + ")";
+        const CpuName what{c, st};
         if (!in_range(proc, b.procs))
             r.add(what, " has owner_proc ", proc, ", not a used process slot");
         else if (!proc_alive(s, b, proc))

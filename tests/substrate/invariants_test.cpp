@@ -11,6 +11,7 @@
 #include <nosv.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -20,6 +21,32 @@
 using namespace coexec;
 using namespace coexec::scheduler;
 using namespace coexec::shm;
+
+// Counts this program's operator new calls, for the check that a sound
+// segment is checked without allocating (builds without a sanitizer only:
+// the sanitizers bring their own allocator).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) // gcc
+#define COEXEC_SANITIZED 1
+#elif defined(__has_feature) // clang
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define COEXEC_SANITIZED 1
+#endif
+#endif
+#ifndef COEXEC_SANITIZED
+#define COEXEC_COUNTS_NEW 1
+static std::atomic<uint64_t> g_news{0};
+void* operator new(size_t n) {
+    g_news.fetch_add(1, std::memory_order_relaxed);
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+    std::free(p);
+}
+#endif
 
 namespace {
 
@@ -111,6 +138,23 @@ class InvariantsTest : public ::testing::Test {
 
 TEST_F(InvariantsTest, AFreshSegmentIsSound) {
     EXPECT_SOUND(seg());
+}
+
+// The check runs at every lock release in builds with assertions: on a
+// sound segment it allocates nothing, however many CPUs are held.
+TEST_F(InvariantsTest, ASoundSegmentIsCheckedWithoutAllocating) {
+#ifndef COEXEC_COUNTS_NEW
+    GTEST_SKIP() << "a sanitizer replaces operator new";
+#else
+    populate(); // CPU 0 Running, CPU 1 Idle
+    // Asleep: "CPU 1 (Sleeping)" would not fit a short string's own room.
+    EXPECT_EQ(sched_->policy().hold_idle(1, true, wakes_), kNone);
+    ASSERT_EQ(seg().cpus[1].state.load(), CpuState::Sleeping);
+    const uint64_t before = g_news.load();
+    const auto found = check_invariants(seg());
+    EXPECT_EQ(g_news.load() - before, 0u);
+    EXPECT_TRUE(found.empty()) << joined(found);
+#endif
 }
 
 TEST_F(InvariantsTest, StaysSoundThroughEveryOperation) {
