@@ -356,6 +356,54 @@ coexec::shm::SegmentOptions segment_options(const std::string& name) {
     return o;
 }
 
+// What a hang looks like from the segment: printed once, while children
+// still wait a second before their watchdogs, so that a hang found in a
+// test run can be read afterwards. Read without the lock: a snapshot of
+// moving parts, good enough to see who holds each CPU and who waits.
+void dump_segment(const std::string& name) {
+    namespace shm = coexec::shm;
+    shm::SegmentError e;
+    shm::SegmentMapping map = shm::SegmentMapping::open(segment_options(name), e);
+    if (!map) {
+        std::printf("segment %s: cannot attach (%s)\n", name.c_str(), e.message.c_str());
+        return;
+    }
+    const shm::Segment& s = *map.get();
+    const shm::Header& h = s.header;
+    const uint64_t now = now_ns();
+    constexpr auto rlx = std::memory_order_relaxed;
+    std::printf("segment %s: %d CPUs, unheld %d, wakeable %d, %d members alive\n", name.c_str(),
+                h.cpu_count, h.unheld_cpus.load(rlx), h.wakeable_cpus.load(rlx), h.alive_count);
+    for (int c = 0; c < std::clamp(h.cpu_count, 0, shm::kMaxCpus); ++c) {
+        const shm::CpuSlot& cpu = s.cpus[c];
+        const int32_t p = cpu.owner_proc.load(rlx);
+        std::printf(
+            "  CPU %d: state %u owner proc %d (pid %d) thread %d, for %.1f ms; turn proc %d\n", c,
+            unsigned(cpu.state.load(rlx)), p, p >= 0 && p < shm::kMaxProcs ? s.procs[p].pid : 0,
+            cpu.owner_thread.load(rlx), double(now - cpu.since_ns.load(rlx)) / 1e6,
+            cpu.turn_proc.load(rlx));
+    }
+    for (int i = 0; i < std::clamp(h.alive_count, 0, shm::kMaxProcs); ++i) {
+        const int32_t p = h.alive[i];
+        if (p < 0 || p >= shm::kMaxProcs) continue;
+        const shm::ProcSlot& ps = s.procs[p];
+        std::printf("  proc %d pid %d: ready %lld (any %lld), pool %d, receiver %d, running %d, "
+                    "threads %d, beat %.1f ms ago\n",
+                    p, ps.pid, static_cast<long long>(ps.ready_total.load(rlx)),
+                    static_cast<long long>(ps.ready_any.load(rlx)), ps.pool_size.load(rlx),
+                    ps.receiver.load(rlx), ps.running_cpus.load(rlx), ps.threads.load(rlx),
+                    double(now - ps.alive_ns.load(rlx)) / 1e6);
+        for (int t = 0; t < std::clamp(h.threads_used, 0, shm::kMaxThreads); ++t) {
+            const shm::ThreadSlot& th = s.threads[t];
+            if (th.proc != p || th.state.load(rlx) == shm::ThreadState::Unused) continue;
+            std::printf("    thread %d tid %d: state %u grant %d word %u receive %u label %.*s\n",
+                        t, th.tid.load(rlx), unsigned(th.state.load(rlx)), th.grant.load(rlx),
+                        th.word.load(rlx), th.receive.load(rlx), int(sizeof th.label), th.label);
+        }
+    }
+    std::fflush(stdout);
+}
+
 // Removes the segment if it is still there; true if it was.
 bool remove_segment(const std::string& name) {
     const std::string path = "/dev/shm" + coexec::shm::segment_shm_name(segment_options(name));
@@ -424,7 +472,17 @@ RepeatResult run_once(const Options& o, Wait wait, const std::string& segment) {
     uint64_t last_exit = r.release_ns;
     std::vector<int> status(size_t(o.procs), 0);
     size_t left = pids.size();
+    // A second before the watchdogs end the children still running: what
+    // the segment says about them.
+    const uint64_t dump_at =
+        r.release_ns + uint64_t(std::max(o.timeout_s - 1, 1)) * 1'000'000'000ULL;
+    bool dumped = false;
     while (left > 0) {
+        if (!dumped && now_ns() > dump_at) {
+            dumped = true;
+            std::printf("%zu children still running after %d s:\n", left, o.timeout_s - 1);
+            dump_segment(segment);
+        }
         int st = 0;
         pid_t pid = ::waitpid(-1, &st, WNOHANG);
         if (pid > 0) {
