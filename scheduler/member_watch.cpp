@@ -33,8 +33,9 @@ DeadMembers MemberWatch::remnants_of(pid_t pid, uint64_t start_time) const {
     // slot still names it, under the lock.
     any_alive(s_.header, [&](int32_t p) {
         const ProcSlot& slot = s_.procs[p];
-        if (slot.pid == pid && slot.start_time == start_time)
-            left.push_back({p, slot.pid, slot.start_time});
+        // The identity asked for, not the slot's again: a slot freed and
+        // taken by another process meanwhile must not be named.
+        if (slot.pid == pid && slot.start_time == start_time) left.push_back({p, pid, start_time});
         return false;
     });
     return left;
@@ -98,18 +99,29 @@ void MemberWatch::look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMember
     // for until its beat goes stale again.
     if (now > seen && !slot.alive_ns.compare_exchange_strong(seen, now, rlx) && stale_ns != 0)
         return;
-    if (!member_alive(slot)) dead.push_back({p, slot.pid, slot.start_time});
+    // The identity is read once, and the verdict names it: the slot may be
+    // freed and taken by another process while /proc is read (a member
+    // that left, then a new one), and reap() frees only a slot that still
+    // names the identity found dead. Naming the slot's identity as read
+    // again after the look-up once freed the live newcomer instead.
+    const pid_t pid = slot.pid;
+    const uint64_t start_time = slot.start_time;
+    if (!alive(slot, pid, start_time)) dead.push_back({p, pid, start_time});
 }
 
 bool MemberWatch::member_alive(const ProcSlot& slot) {
-    return process_alive(slot.pid, slot.start_time) && image_alive(slot);
+    return alive(slot, slot.pid, slot.start_time);
 }
 
-bool MemberWatch::image_alive(const ProcSlot& slot) {
+bool MemberWatch::alive(const ProcSlot& slot, pid_t pid, uint64_t start_time) {
+    return process_alive(pid, start_time) && image_alive(slot, pid);
+}
+
+bool MemberWatch::image_alive(const ProcSlot& slot, pid_t pid) {
     // Relaxed first read: a monitor that starts after it only leaves the
     // process to be trusted as a whole, as before its monitor ran.
     const pid_t monitor = slot.monitor_tid.load(rlx);
-    if (monitor <= 0 || thread_alive(slot.pid, monitor)) return true;
+    if (monitor <= 0 || thread_alive(pid, monitor)) return true;
     // The monitor is gone. It clears the word before it ends when the
     // process stops (monitor_ends(), release); a word still naming it after
     // the thread is gone (acquire) means the thread ended without doing so:

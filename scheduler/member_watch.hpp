@@ -103,10 +103,13 @@ class MemberWatch {
     // several callers in one stale period, one looks it up and vouches for
     // it.
     void look_up(int32_t p, uint64_t now, uint64_t stale_ns, DeadMembers& dead);
+    // member_alive() for the member `pid`, `start_time` that `slot` named
+    // when the caller read it.
+    static bool alive(const shm::ProcSlot& slot, pid_t pid, uint64_t start_time);
     // Whether the image of the process that registered `slot` still runs,
-    // given that the process (slot.pid) does: its monitor thread, once it
-    // has one, has not ended without saying so (monitor_ends()). Reads /proc.
-    static bool image_alive(const shm::ProcSlot& slot);
+    // given that the process (`pid`) does: its monitor thread, once it has
+    // one, has not ended without saying so (monitor_ends()). Reads /proc.
+    static bool image_alive(const shm::ProcSlot& slot, pid_t pid);
     // True when `mark` is at least `interval_ns` before `now` and this
     // caller moved it to `now` first.
     static bool claim_interval(std::atomic<uint64_t>& mark, uint64_t now, uint64_t interval_ns);
