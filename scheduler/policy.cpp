@@ -215,12 +215,14 @@ int32_t Policy::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList&
 }
 
 int32_t Policy::offer(int32_t c, WakeList& wakes) {
-    const Header& h = s_.header;
+    return offer_among(c, s_.header.alive, s_.header.alive_count, wakes);
+}
+
+int32_t Policy::offer_among(int32_t c, const int32_t* procs, int n, WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];
-    int n = h.alive_count;
-    int start = int(std::find(h.alive, h.alive + n, cpu.turn_proc.load(rlx)) - h.alive);
+    int start = int(std::find(procs, procs + n, cpu.turn_proc.load(rlx)) - procs);
     for (int k = 1; k <= n; ++k) {
-        int32_t p = h.alive[(start + k) % n];
+        int32_t p = procs[(start + k) % n];
         if (!has_work(p, c)) continue;
         int32_t holder = cpu.owner_thread.load(rlx);
         // An idle holder of p's takes p's work itself; a lender does not look.
@@ -274,8 +276,29 @@ int32_t Policy::grant_unheld_cpu(int32_t thread, const Placement& where, WakeLis
 }
 
 void Policy::distribute_free(WakeList& wakes) {
-    for (int32_t c = 0; c < cpus_.cpu_count(); ++c)
-        if (s_.cpus[c].state.load(rlx) == CpuState::Free) offer(c, wakes);
+    // Fence: as in offer_released(), the Free CPUs are counted before the
+    // ready counters are read (Dekker with the submitter's kick()), so work
+    // that this look misses kicks for a CPU itself.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // A Free CPU has no holder: only a member with work and a pool thread
+    // can take it. One walk of the alive list finds them (in its order, so
+    // offers stay round-robin among them); each CPU is then offered to those
+    // alone, not to every member (a reap on an idle node was CPUs x members).
+    int32_t takers[kMaxProcs];
+    int n = 0;
+    any_alive(s_.header, [&](int32_t p) {
+        const ProcSlot& slot = s_.procs[p];
+        if (slot.ready_total.load(rlx) > 0 && slot.pool_size.load(rlx) > 0) takers[n++] = p;
+        return false; // every member is looked at
+    });
+    for (int32_t c = 0; c < cpus_.cpu_count() && n > 0; ++c) {
+        if (s_.cpus[c].state.load(rlx) != CpuState::Free) continue;
+        if (offer_among(c, takers, n, wakes) == kNone) continue;
+        // A member whose last pool thread went takes no more Free CPUs.
+        n = int(std::remove_if(takers, takers + n,
+                               [&](int32_t p) { return s_.procs[p].pool_size.load(rlx) == 0; }) -
+                takers);
+    }
 }
 
 // ---- a holder leaving its CPU -----------------------------------------

@@ -115,7 +115,7 @@ class Policy {
     // one of its pool threads (evicting any other holder or the lender).
     // Returns the thread granted, or kNone.
     int32_t offer(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
-    // Offers every Free CPU.
+    // Offers every Free CPU, to the members with work and a pool thread.
     void distribute_free(WakeList& wakes) COEXEC_REQUIRES(segment_lock);
 
     // ---- a holder leaving its CPU ------------------------------------
@@ -154,6 +154,10 @@ class Policy {
     Next next_turn(int32_t cpu, int32_t self, bool self_may_keep, bool self_ready, uint64_t now,
                    WakeList& wakes) COEXEC_REQUIRES(segment_lock);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
+    // offer() among the `n` process slots of `procs` (in alive-list order),
+    // round-robin from the one after `cpu`'s turn holder.
+    int32_t offer_among(int32_t cpu, const int32_t* procs, int n, WakeList& wakes)
+        COEXEC_REQUIRES(segment_lock);
     // An unheld CPU allowed by `where` for a thread of `proc`; see
     // grant_unheld_cpu() for the order.
     int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const

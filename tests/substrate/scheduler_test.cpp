@@ -121,6 +121,37 @@ TEST_F(SchedulerTest, ClaimGivesAFreeCpuToAPoolThread) {
     EXPECT_EQ(sched_->policy().claim_unheld_cpu(p, {}, w), kNone);
 }
 
+// Free CPUs go to members with work for them and a pool thread to run it:
+// not to one without work, nor to one with work but no pool thread, nor to
+// one whose work is bound to another CPU; a member whose pool emptied takes
+// no more.
+TEST_F(SchedulerTest, FreeCpusGoOnlyToMembersThatCanRunWorkOnThem) {
+    const int32_t idle = add_process();     // a pool thread, no work
+    const int32_t taker = add_process();    // work for any CPU, one pool thread
+    const int32_t bound = add_process();    // work for CPU 1 only
+    const int32_t poolless = add_process(); // work, no pool thread left
+    add_ready(taker, 2);
+    seg().procs[bound].ready_total += 1;
+    seg().procs[bound].ready_cpu[1] += 1;
+    add_ready(poolless, 1);
+    WakeList w;
+    scheduler::SchedulerLock lock(*sched_, w);
+    const int32_t t = sched_->procs().pool_pop(poolless);
+    ASSERT_NE(t, kNone);
+    sched_->policy().distribute_free(w);
+    EXPECT_EQ(seg().cpus[0].owner_proc.load(), taker);
+    EXPECT_EQ(seg().cpus[1].owner_proc.load(), bound);
+    EXPECT_EQ(seg().procs[idle].running_cpus.load(), 0);
+    EXPECT_EQ(seg().procs[poolless].running_cpus.load(), 0);
+    // No member can take a CPU that comes free now: it stays Free.
+    seg().procs[bound].ready_total -= 1;
+    seg().procs[bound].ready_cpu[1] -= 1;
+    sched_->policy().release(1, w);
+    sched_->policy().distribute_free(w);
+    EXPECT_EQ(seg().cpus[1].state.load(), CpuState::Free);
+    sched_->procs().pool_push(t);
+}
+
 TEST_F(SchedulerTest, StrictPlacementOnlyClaimsItsCpu) {
     int32_t p = add_process();
     WakeList w;
