@@ -23,31 +23,22 @@ int ps_command(const GlobalOptions& global, bool json) {
 }
 
 int info_command(const GlobalOptions& global, bool json) {
-    std::string problem;
-    std::optional<Target> target = resolve_target(global, problem);
-    if (!target) {
-        print_error(problem);
-        return 1;
-    }
-    shm::SegmentError error;
-    shm::SegmentMapping mapping = open_existing(*target, error);
-    if (!mapping) {
-        print_error(error.message);
-        // Without a segment, what the first process would find: the CPUs
-        // it would manage, or why it could not start.
-        if (error.kind == shm::SegmentError::Kind::NotFound) {
-            scheduler::Discovery found;
-            if (scheduler::discover_cpus(target->config.binding, found, problem))
-                std::fprintf(stderr, "coexec: a new instance would manage %zu CPU%s (%s)\n",
-                             found.cpus.size(), found.cpus.size() == 1 ? "" : "s",
-                             found.origin.c_str());
-            else
-                print_error("a new instance could not start: " + problem);
-        }
-        return 1;
-    }
-    Snapshot snap = take_snapshot(*mapping.get(), target->shm_name);
-    const std::string& binding = target->config.binding;
+    // Without a segment, what the first process would find: the CPUs it
+    // would manage, or why it could not start.
+    auto what_a_new_instance_finds = [](const Target& target) {
+        scheduler::Discovery found;
+        std::string problem;
+        if (scheduler::discover_cpus(target.config.binding, found, problem))
+            std::fprintf(stderr, "coexec: a new instance would manage %zu CPU%s (%s)\n",
+                         found.cpus.size(), found.cpus.size() == 1 ? "" : "s",
+                         found.origin.c_str());
+        else
+            print_error("a new instance could not start: " + problem);
+    };
+    std::optional<OpenSegment> open = open_for_reading(global, what_a_new_instance_finds);
+    if (!open) return 1;
+    Snapshot snap = take_snapshot(*open->mapping.get(), open->target.shm_name);
+    const std::string& binding = open->target.config.binding;
     if (json) {
         std::cout << info_json(snap, binding).dump(2) << "\n";
         return 0;

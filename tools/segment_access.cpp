@@ -89,7 +89,8 @@ void print_error(const std::string& message) {
     std::fprintf(stderr, "coexec: %s\n", message.c_str());
 }
 
-std::optional<OpenSegment> open_for_reading(const GlobalOptions& global) {
+std::optional<OpenSegment> open_for_reading(const GlobalOptions& global,
+                                            const std::function<void(const Target&)>& when_absent) {
     std::string problem;
     std::optional<Target> target = resolve_target(global, problem);
     if (!target) {
@@ -100,6 +101,7 @@ std::optional<OpenSegment> open_for_reading(const GlobalOptions& global) {
     shm::SegmentMapping mapping = open_existing(*target, error);
     if (!mapping) {
         print_error(error.message);
+        if (error.kind == shm::SegmentError::Kind::NotFound && when_absent) when_absent(*target);
         return std::nullopt;
     }
     return OpenSegment{std::move(*target), std::move(mapping)};

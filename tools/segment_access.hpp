@@ -4,6 +4,7 @@
 #include "config/config.hpp"
 #include "shm/segment.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -48,7 +49,10 @@ struct OpenSegment {
 };
 
 // resolve_target() then open_existing(); on failure prints why and returns
-// nullopt, so commands can just exit non-zero.
-std::optional<OpenSegment> open_for_reading(const GlobalOptions& global);
+// nullopt, so commands can just exit non-zero. When there is no segment,
+// `when_absent` (if given) runs after the message, with the target.
+std::optional<OpenSegment>
+open_for_reading(const GlobalOptions& global,
+                 const std::function<void(const Target&)>& when_absent = {});
 
 } // namespace coexec::cli
