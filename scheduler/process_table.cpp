@@ -103,6 +103,7 @@ int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std
         slot.alive_ns.store(now_ns(), rlx);
         slot.monitor_tid.store(0, rlx);
         slot.receiver.store(kNone, rlx);
+        slot.departing.store(0, rlx);
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);
         h.alive[h.alive_count++] = p;
@@ -319,6 +320,12 @@ void ProcessTable::set_preemptible(int32_t proc, bool on) {
 
 void ProcessTable::count_preemption(int32_t proc) {
     s_.procs[proc].preemptions.fetch_add(1, rlx);
+}
+
+void ProcessTable::mark_departing(int32_t proc) {
+    // Release: the next mapping to take the in-use lock exclusively (after
+    // our unlock) and read the flag with acquire sees it.
+    s_.procs[proc].departing.store(1, std::memory_order_release);
 }
 
 void ProcessTable::wake_monitor(int32_t proc) {

@@ -57,6 +57,10 @@ class ProcessTable {
     void set_preemptible(int32_t proc, bool on);
     // Lock-free, by the process itself: one of its threads gave way.
     void count_preemption(int32_t proc);
+    // Lock-free, by the process itself as it exits without leaving, before
+    // it drops its share of the segment's in-use lock: the last mapping to
+    // close may then remove the segment's name (ProcSlot::departing).
+    void mark_departing(int32_t proc);
     // Lock-free. Wakes (`wake_monitor`) or waits for (`wait_monitor`, at
     // most `timeout_ns`) the monitor thread of `proc`.
     void wake_monitor(int32_t proc);

@@ -23,7 +23,7 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 14;
+inline constexpr uint32_t kAbiVersion = 15;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -179,6 +179,11 @@ struct alignas(64) ProcSlot {
     // the lock, with each CPU's state (cpu_table.cpp); read without it as
     // a hint.
     std::atomic<int32_t> running_cpus;
+    // 1 once the process is on its way out without leaving (it exits while
+    // threads it started still use coexec): it has dropped its share of the
+    // segment's in-use lock, and the last mapping to close counts it as gone
+    // (SegmentMapping::leave_at_exit()). The slot stays until it is reaped.
+    std::atomic<uint32_t> departing;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
     std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU

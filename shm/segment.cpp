@@ -3,6 +3,7 @@
 #include "clock.hpp"
 #include "robust_mutex.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -113,6 +114,23 @@ bool ofd_lock(int fd, short type, off_t byte, bool wait) {
 Segment* map_fd(int fd, size_t size) {
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? nullptr : static_cast<Segment*>(p);
+}
+
+// Whether no registered process stays: none is registered, or each one is
+// departing (ProcSlot::departing: it exits, and dropped its share of the
+// in-use lock first). A member that died without departing (killed) keeps
+// the name, for the next member to reap. Call holding the in-use lock
+// exclusively: nobody can register meanwhile, and a departing process's
+// flag, stored before its unlock, is seen.
+bool no_member_stays(const Segment& s) {
+    const Header& h = s.header;
+    const int n = std::clamp(h.alive_count, 0, kMaxProcs);
+    for (int i = 0; i < n; ++i) {
+        const int32_t p = h.alive[i];
+        if (p < 0 || p >= kMaxProcs || s.procs[p].departing.load(std::memory_order_acquire) == 0)
+            return false;
+    }
+    return true;
 }
 
 // Sizes the file to a zeroed segment of this version and formats it. The
@@ -338,6 +356,23 @@ bool SegmentMapping::still_named() const {
     return ::fstat(fd_, &st) == 0 && st.st_nlink > 0;
 }
 
+bool SegmentMapping::leave_at_exit() const {
+    if (fd_ < 0 || shm_name_.empty()) return false;
+    if (!ofd_lock(fd_, F_WRLCK, kCreationByte, true)) return false;
+    bool removed = false;
+    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
+        removed = ::shm_unlink(shm_name_.c_str()) == 0;
+        ofd_lock(fd_, F_RDLCK, kInUseByte, true);
+    } else {
+        // Others have it open. Our threads keep the mapping until the
+        // process ends, but our share goes now, under the creation lock as
+        // in leave(): the last of them to close sees that it is last.
+        ofd_lock(fd_, F_UNLCK, kInUseByte, false);
+    }
+    ofd_lock(fd_, F_UNLCK, kCreationByte, false);
+    return removed;
+}
+
 void SegmentMapping::leave() const {
     // Leavers take turns under the creation lock, and each drops its share
     // of the in-use lock before the next one looks: so the last one out
@@ -346,8 +381,7 @@ void SegmentMapping::leave() const {
     if (!ofd_lock(fd_, F_WRLCK, kCreationByte, true)) return;
     // Exclusive: nobody else has the segment mapped, so nobody can register
     // in it while we read alive_count.
-    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false) &&
-        segment_->header.alive_count == 0)
+    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false) && no_member_stays(*segment_))
         ::shm_unlink(shm_name_.c_str());
     ofd_lock(fd_, F_UNLCK, kInUseByte, false);
     ofd_lock(fd_, F_UNLCK, kCreationByte, false);

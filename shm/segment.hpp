@@ -70,6 +70,12 @@ class SegmentMapping {
     // the name concurrently either sees the segment before it is removed and
     // keeps it, or creates a fresh one.
     bool remove_if_last() const;
+    // For a process that exits while its threads still use the segment (it
+    // cannot leave): removes the name as remove_if_last() does; else drops
+    // this mapping's share of the in-use lock, which it must have marked
+    // departing first (ProcSlot::departing), so that the last mapping to
+    // close removes the name. The mapping stays valid. True if it removed it.
+    bool leave_at_exit() const;
 
     Segment* get() const { return segment_; }
     Segment* operator->() const { return segment_; }
@@ -84,7 +90,8 @@ class SegmentMapping {
     // creation lock held.
     bool still_named() const;
     // Drops this mapping's share of the in-use lock, first removing the name
-    // if it is the last mapping and no process is registered.
+    // if it is the last mapping and no registered process stays (none, or
+    // only departing ones).
     void leave() const;
     Segment* segment_ = nullptr;
     int fd_ = -1;

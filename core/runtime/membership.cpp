@@ -165,6 +165,11 @@ void Membership::leave() {
     mapping_.remove_if_last();
 }
 
+void Membership::leave_at_exit() const {
+    sched_->procs().mark_departing(proc_);
+    mapping_.leave_at_exit();
+}
+
 int Membership::logical_cpu(int system_id) const {
     return index_of(cpu_system_ids_, system_id);
 }

@@ -26,10 +26,12 @@ class Membership {
     // segment's name when this was the last process on it.
     void leave();
     // At process exit without leave() (threads of a runtime that does not
-    // join them at exit still use coexec): removes the segment's name when
-    // no other process has the segment open. The slot stays; a process that
-    // opens the segment meanwhile reaps it.
-    void drop_name_if_alone() const { mapping_.remove_if_last(); }
+    // join them at exit, or that the program started, still use coexec):
+    // removes the segment's name when no other process has the segment
+    // open; else marks this process departing, so that the last of the
+    // others to close removes it. The slot stays; a member reaps it once
+    // the process is gone.
+    void leave_at_exit() const;
 
     shm::Segment& segment() const { return *mapping_.get(); }
     scheduler::SharedScheduler& scheduler() const { return *sched_; }

@@ -160,7 +160,7 @@ void Runtime::exit_without_shutdown() {
     // the exit, and a shutdown removes the name itself.
     std::unique_lock guard(init_mutex(), std::try_to_lock);
     if (!guard) return;
-    if (Runtime* rt = instance_.load(std::memory_order_acquire)) rt->member_.drop_name_if_alone();
+    if (Runtime* rt = instance_.load(std::memory_order_acquire)) rt->member_.leave_at_exit();
 }
 
 int Runtime::start(bool quiet) {

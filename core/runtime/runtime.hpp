@@ -56,7 +56,7 @@ class Runtime {
     // nesting count reaches zero.
     static int shutdown();
     // At exit (or when libcoexec is unloaded) with no last shutdown: see
-    // Membership::drop_name_if_alone().
+    // Membership::leave_at_exit().
     static void exit_without_shutdown();
     // Returns once no thread the runtime created is still starting (see
     // ThreadStarts); fork() calls it.

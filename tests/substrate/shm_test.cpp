@@ -481,3 +481,71 @@ TEST(Segment, MappingsLeavingAtOnceLeaveNothingBehind) {
         ASSERT_NE(::access(path.c_str(), F_OK), 0) << "left behind in round " << round;
     }
 }
+
+// A member that exits while its threads still use coexec (without
+// nosv_shutdown(): a pool the program started, blocked for good) cannot
+// leave, and others still have the segment open. The last of them to close,
+// a member that shuts down or a reader, must still remove the name, even
+// while the exiting process's open file description outlives its exit path
+// (here a child it forked keeps it, as the exiting process itself does
+// until the kernel ends its last thread).
+class ExitingMember {
+  public:
+    ExitingMember() {
+        member_ = test::fork_child([this] {
+            if (nosv_init() != 0) return 11;
+            flags_->holder = ::fork();
+            if (flags_->holder == 0) {
+                for (int i = 0; i < 12000 && !flags_->release; ++i)
+                    ::usleep(5000);
+                std::_Exit(0);
+            }
+            flags_->ready = true;
+            for (int i = 0; i < 12000 && !flags_->exit; ++i)
+                ::usleep(5000);
+            std::exit(0); // the runtime's exit path: no nosv_shutdown()
+        });
+        EXPECT_TRUE(test::wait_until([this] { return flags_->ready.load(); }));
+    }
+    // Exits the member through its exit path; the child it forked keeps its
+    // open file description.
+    int exit() {
+        flags_->exit = true;
+        return test::wait_child(member_);
+    }
+    ~ExitingMember() { flags_->release = true; }
+
+  private:
+    struct Flags {
+        std::atomic<bool> ready, exit, release;
+        pid_t holder;
+    };
+    Shared<Flags> flags_;
+    pid_t member_ = -1;
+};
+
+TEST(Segment, AMemberExitingWithoutShutdownLeavesTheNameToTheLastMemberOut) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + segment_shm_name(seg.options());
+    ExitingMember exiting;
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    ASSERT_EQ(exiting.exit(), 0);
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while a member stays";
+    ASSERT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last member out left the segment behind";
+}
+
+TEST(Segment, AMemberExitingWithoutShutdownLeavesTheNameToTheLastReaderOut) {
+    test::ScopedSegment seg;
+    const std::string path = "/dev/shm" + segment_shm_name(seg.options());
+    ExitingMember exiting;
+    {
+        auto reader = seg.map();
+        ASSERT_TRUE(reader);
+        ASSERT_EQ(exiting.exit(), 0);
+        // Its slot stays until a member reaps it; the reader counts it gone.
+        EXPECT_EQ(reader->header.alive_count, 1);
+        EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while still mapped";
+    }
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last reader out left the segment behind";
+}
