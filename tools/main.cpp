@@ -73,9 +73,9 @@ void add_run(CLI::App& app, Cli& cli) {
         "run", "Run a program with the runtime adapters (default: every adapter that is built)");
     run->footer("Usage: coexec run [--openmp] [--tbb] [--pocl] -- CMD [ARGS...]\n"
                 "Puts the adapters on LD_LIBRARY_PATH and LD_PRELOAD and execs CMD, so it\n"
-                "exits with the status of CMD. The program's main thread is a coexec\n"
-                "thread too: COEXEC_HOST_THREADS is set to main unless it is set (all:\n"
-                "every thread it starts too; none: no program thread). COEXEC_OPENBLAS_DIR\n"
+                "exits with the status of CMD. The program's threads are coexec threads\n"
+                "too: COEXEC_HOST_THREADS is set to all unless it is set (main: the main\n"
+                "thread only; none: no program thread). COEXEC_OPENBLAS_DIR\n"
                 "names a directory of libopenblas.so.0 to use instead of the system's\n"
                 "(with --openmp, or no adapter named).");
     run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");

@@ -52,8 +52,8 @@ fs::path library_dir() {
 // uses the BLAS the system's libblas.so.3 alternative names. OpenBLAS's
 // pthreads build, Debian's default, is faster than the OpenMP build when
 // BLAS is called from several threads at once (docs/python.md has the
-// figures); its pool runs beside coexec, or on it with
-// COEXEC_HOST_THREADS=all. On the loader path it wins for this
+// figures); its pool runs on coexec (COEXEC_HOST_THREADS=all, the default
+// below), or beside it with main or none. On the loader path it wins for this
 // process only; the alternative is left alone.
 std::string blas_dir() {
     const char* chosen = std::getenv("COEXEC_OPENBLAS_DIR");
@@ -135,12 +135,13 @@ int run_command(const RunOptions& options) {
         return 2;
     }
     if (!set_loader_env(options, lib)) return 2;
-    // The program's main thread runs on CPUs coexec grants, like the threads
-    // of its runtimes (core/host/), unless the user chose otherwise. Not
-    // every thread by default: next to CPU hogs outside coexec, NumPy's
-    // linalg tests took 141 s with every thread hosted, 111 s with the main
-    // thread only (docs/threads.md, which also has the rows where all wins).
-    setenv("COEXEC_HOST_THREADS", "main", 0);
+    // Every thread the program starts runs on CPUs coexec grants, like the
+    // threads of its runtimes (core/host/), unless the user chose otherwise:
+    // with the main thread only, four NumPy processes took 1.64x the best of
+    // the modes without coexec, with every thread 0.95x (docs/threads.md,
+    // which also has the case where main is better: CPU hogs outside
+    // coexec).
+    setenv("COEXEC_HOST_THREADS", "all", 0);
     std::vector<char*> argv;
     for (const auto& arg : options.command)
         argv.push_back(const_cast<char*>(arg.c_str()));

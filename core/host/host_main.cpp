@@ -1,5 +1,5 @@
-// Hosting the program's main thread: with COEXEC_HOST_THREADS=main (what
-// `coexec run` sets unless the variable is set) or all, this library's
+// Hosting the program's main thread: with COEXEC_HOST_THREADS=main or all
+// (what `coexec run` sets unless the variable is set), this library's
 // constructor attaches the thread that loads it, the main thread, before
 // the program's own constructors and main(). Whatever the program computes
 // on it (serial code, a BLAS call that opens no parallel region, an

@@ -6,8 +6,9 @@ namespace coexec::host {
 
 enum class HostMode {
     none, // no program thread (unset, empty or "none")
-    main, // the main thread (what `coexec run` sets unless the user did)
-    all,  // the main thread, and every thread the program starts
+    main, // the main thread
+    all,  // the main thread, and every thread the program starts (what
+          // `coexec run` sets unless the user did)
 };
 
 // The mode in effect: none until the main thread is hosted, whatever the

@@ -113,20 +113,24 @@ TEST(PythonNumpy, MatmulsOnOpenblasGiveTheStockResult) {
 }
 
 // `coexec run` keeps the BLAS the system names (Debian's default is
-// OpenBLAS's pthreads build), and with COEXEC_HOST_THREADS=all the threads
-// the program starts (OpenBLAS's pool) are coexec threads.
-// COEXEC_OPENBLAS_DIR puts another build first.
+// OpenBLAS's pthreads build), and the threads the program starts
+// (OpenBLAS's pool) are coexec threads by default (COEXEC_HOST_THREADS=all),
+// but not with COEXEC_HOST_THREADS=main. COEXEC_OPENBLAS_DIR puts another
+// build first.
 TEST(PythonNumpy, CoexecRunKeepsTheSystemBlasAndHostsTheProgramsThreads) {
     if (!importable("numpy")) GTEST_SKIP() << "python3-numpy is not installed";
     const ProcessResult stock = run(stock_argv("numpy_matmul.py"), base_env(), 300s);
     ASSERT_EQ(stock.exit_code, 0) << stock.err;
     EXPECT_EQ(field(stock.out, "hosted_threads"), "none");
-    Env all = coexec_env("blas");
-    all["COEXEC_HOST_THREADS"] = "all";
-    const ProcessResult r = run(coexec_argv("numpy_matmul.py"), all, 300s);
+    const ProcessResult r = run(coexec_argv("numpy_matmul.py"), coexec_env("blas"), 300s);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(field(r.out, "blas"), field(stock.out, "blas"));
     EXPECT_EQ(field(r.out, "hosted_threads"), "2 of 2") << r.out;
+    Env main_only = coexec_env("blas-main");
+    main_only["COEXEC_HOST_THREADS"] = "main";
+    const ProcessResult m = run(coexec_argv("numpy_matmul.py"), main_only, 300s);
+    ASSERT_EQ(m.exit_code, 0) << m.err;
+    EXPECT_EQ(field(m.out, "hosted_threads"), "0 of 2") << m.out;
     const std::string openmp_build = "/usr/lib/x86_64-linux-gnu/openblas-openmp";
     if (access((openmp_build + "/libopenblas.so.0").c_str(), F_OK) != 0)
         GTEST_SKIP() << "libopenblas0-openmp is not installed";

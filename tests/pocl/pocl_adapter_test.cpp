@@ -166,20 +166,20 @@ std::string identity_under_coexec_run(const char* host_threads) {
 }
 
 // The way users start it: `coexec run --pocl -- CMD` on an unmodified binary.
-// The workers are coexec threads, hosted once by the adapter, and so is the
-// main thread, which `coexec run` hosts (COEXEC_HOST_THREADS=main,
-// docs/threads.md); a thread the program starts is not.
+// The workers are coexec threads, hosted once by the adapter, and so are the
+// main thread and a thread the program starts, which `coexec run` hosts
+// (COEXEC_HOST_THREADS=all, docs/threads.md).
 TEST(PoclAdapter, CoexecRunPoclRehostsTheWorkers) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
     EXPECT_EQ(identity_under_coexec_run(nullptr),
-              "identity worker=coexec plain_thread=none main=coexec\n");
+              "identity worker=coexec plain_thread=coexec main=coexec\n");
 }
 
-// With COEXEC_HOST_THREADS=all, the thread the program starts is hosted too.
-TEST(PoclAdapter, CoexecRunHostingEveryThread) {
+// With COEXEC_HOST_THREADS=main, the thread the program starts is not hosted.
+TEST(PoclAdapter, CoexecRunHostingTheMainThreadOnly) {
     if (!fs::exists(COEXEC_CLI)) GTEST_SKIP() << "no coexec CLI at " << COEXEC_CLI;
-    EXPECT_EQ(identity_under_coexec_run("all"),
-              "identity worker=coexec plain_thread=coexec main=coexec\n");
+    EXPECT_EQ(identity_under_coexec_run("main"),
+              "identity worker=coexec plain_thread=none main=coexec\n");
 }
 
 // With COEXEC_HOST_THREADS=none, only the workers are.
