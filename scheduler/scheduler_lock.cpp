@@ -14,7 +14,13 @@ namespace coexec::scheduler {
 SchedulerLock::SchedulerLock(SharedScheduler& sched, WakeList& wakes, Check check)
     : lock_(sched.segment().header.lock,
             [&]() COEXEC_NO_THREAD_SAFETY_ANALYSIS { sched.repair(wakes); }),
-      segment_(sched.segment()), check_(check) {}
+      segment_(sched.segment()), check_(check) {
+    // Under the lock, so a plain increment (no locked read-modify-write) on
+    // the lock's own cache line, which this thread owns now; relaxed atomic
+    // for the readers outside it.
+    auto& n = segment_.header.lock_acquisitions;
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 SchedulerLock::~SchedulerLock() {
 #ifndef NDEBUG

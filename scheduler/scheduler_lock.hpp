@@ -58,7 +58,7 @@ class COEXEC_SCOPED_CAPABILITY SchedulerLock {
 
   private:
     shm::RobustLock lock_;
-    const shm::Segment& segment_;
+    shm::Segment& segment_;
     Check check_;
 };
 

@@ -23,7 +23,7 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 15;
+inline constexpr uint32_t kAbiVersion = 16;
 
 inline constexpr int kMaxCpus = 256;
 inline constexpr int kMaxNuma = 64;
@@ -226,6 +226,10 @@ struct alignas(64) Header {
     char quota_origin[kOriginSize]; // NUL-terminated, empty without a quota
     SegmentConfig config;
     pthread_mutex_t lock; // process-shared, robust
+    // Times the lock was taken since the segment was created (SchedulerLock
+    // counts each, under the lock). Read without it, by the benchmarks that
+    // count acquisitions per scheduling event.
+    std::atomic<uint64_t> lock_acquisitions;
     uint64_t created_ns;
     // Under the lock. Slots at or above a high-water mark were never used
     // since formatting: they are free without being listed, and nothing

@@ -26,8 +26,12 @@ void body(const Options& options, SampleBuffer& out) {
     // A separate std::thread, so the measured thread is a fresh plain pthread.
     std::thread worker([&] {
         one_run(std::max<int64_t>(1, options.attaches / 10));
-        for (int r = 0; r < options.repeats; ++r)
-            out.push(one_run(options.attaches));
+        const LockCounter locks(options.segment);
+        for (int r = 0; r < options.repeats; ++r) {
+            const uint64_t before = locks.read();
+            const double ns = one_run(options.attaches);
+            out.push(ns, double(locks.read() - before) / double(options.attaches));
+        }
     });
     worker.join();
 }

@@ -14,6 +14,9 @@ struct SampleBuffer;
 // The measured samples of one benchmark, or why it could not be measured.
 struct Outcome {
     std::vector<double> samples;
+    // Segment lock acquisitions per operation, per repeat; empty where the
+    // benchmark has no segment (the OS floors) or does not count them.
+    std::vector<double> locks_per_op;
     std::string error; // empty on success
 };
 

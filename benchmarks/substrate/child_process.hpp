@@ -40,12 +40,21 @@ struct SampleBuffer {
     static constexpr int kCapacity = 1024;
     int count = 0;
     double values[kCapacity] = {};
+    // Segment lock acquisitions per operation in the same repeat, by every
+    // member (LockCounter); pushed with each sample, or never.
+    int lock_count = 0;
+    double locks[kCapacity] = {};
 
     // Appends a sample; extra samples beyond the capacity are dropped.
     void push(double v) {
         if (count < kCapacity) values[count++] = v;
     }
+    void push(double v, double locks_per_op) {
+        if (lock_count < kCapacity && lock_count == count) locks[lock_count++] = locks_per_op;
+        push(v);
+    }
     std::vector<double> samples() const { return {values, values + count}; }
+    std::vector<double> lock_samples() const { return {locks, locks + lock_count}; }
 };
 
 // A set of forked children that are waited for together. Destruction kills

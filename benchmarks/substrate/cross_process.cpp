@@ -55,21 +55,30 @@ void watch(Table& table, nosv_task_t player, int me, int64_t passes) {
 // Player 0's ready-mode clock: the mean pause-to-resume time of each repeat,
 // skipping the first (warm-up) repeat and the first resume, which no pause
 // of the other player precedes.
+// Each sample comes with the segment's lock acquisitions per hand-off (two
+// per round trip) in the same repeat.
 class ResumeClock {
   public:
-    ResumeClock(int64_t per_repeat, SampleBuffer& out) : per_repeat_(per_repeat), out_(out) {}
+    ResumeClock(int64_t per_repeat, SampleBuffer& out, const LockCounter& locks)
+        : per_repeat_(per_repeat), out_(out), locks_(locks) {}
     void on_resume(int64_t k, uint64_t paused_at) {
+        if (k == per_repeat_) lock_mark_ = locks_.read();
         if (k <= per_repeat_) return;
         sum_ns_ += now_ns() - paused_at;
         if (k % per_repeat_ != 0) return;
-        out_.push(double(sum_ns_) / double(per_repeat_));
+        const uint64_t locks = locks_.read();
+        out_.push(double(sum_ns_) / double(per_repeat_),
+                  double(locks - lock_mark_) / double(2 * per_repeat_));
         sum_ns_ = 0;
+        lock_mark_ = locks;
     }
 
   private:
     int64_t per_repeat_;
     SampleBuffer& out_;
+    const LockCounter& locks_;
     uint64_t sum_ns_ = 0;
+    uint64_t lock_mark_ = 0;
 };
 
 // One player process: joins its segment, attaches strictly to the shared CPU
@@ -82,9 +91,11 @@ class Player {
 
     int run() {
         const bool yield = wait_ == Wait::Yield;
-        use_segment(options_.segment + (yield ? "-xyield" : "-xpause"),
+        const std::string segment = options_.segment + (yield ? "-xyield" : "-xpause");
+        use_segment(segment,
                     yield ? "scheduler.quantum_ns=" + std::to_string(options_.quantum_ns) : "");
         Runtime runtime;
+        const LockCounter locks(segment);
         cpu_ = strict_cpu(options_);
         nosv_affinity_t strict =
             nosv_affinity_get(uint32_t(cpu_), NOSV_AFFINITY_LEVEL_CPU, NOSV_AFFINITY_TYPE_STRICT);
@@ -95,8 +106,8 @@ class Player {
         std::thread watcher;
         if (!yield) watcher = std::thread(watch, std::ref(table_), attached.task(), me_, passes_);
         wait_for_partner();
-        PassClock pass_clock(options_.round_trips, court_.samples);
-        ResumeClock resume_clock(options_.round_trips, court_.samples);
+        PassClock pass_clock(options_.round_trips, court_.samples, &locks);
+        ResumeClock resume_clock(options_.round_trips, court_.samples, locks);
         for (int64_t k = 0; k < passes_; ++k) {
             const uint32_t turn = uint32_t(2 * k + me_);
             await_turn(turn);
@@ -179,7 +190,10 @@ Outcome measure_pair(const Options& options, Wait wait) {
     const Court& court = table->court;
     if (outcome.error.empty() && court.wrong_cpu.load(std::memory_order_relaxed) != 0)
         outcome.error = "strictly bound threads ran off their CPU";
-    if (outcome.error.empty()) outcome.samples = court.samples.samples();
+    if (outcome.error.empty()) {
+        outcome.samples = court.samples.samples();
+        outcome.locks_per_op = court.samples.lock_samples();
+    }
     return outcome;
 }
 

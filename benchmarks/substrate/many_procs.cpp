@@ -349,13 +349,6 @@ class SharedRecords {
     ChildRecord* rec_;
 };
 
-coexec::shm::SegmentOptions segment_options(const std::string& name) {
-    coexec::shm::SegmentOptions o;
-    o.name = name;
-    o.create = false;
-    return o;
-}
-
 // What a hang looks like from the segment: printed once, while children
 // still wait a second before their watchdogs, so that a hang found in a
 // test run can be read afterwards. Read without the lock: a snapshot of
@@ -363,7 +356,7 @@ coexec::shm::SegmentOptions segment_options(const std::string& name) {
 void dump_segment(const std::string& name) {
     namespace shm = coexec::shm;
     shm::SegmentError e;
-    shm::SegmentMapping map = shm::SegmentMapping::open(segment_options(name), e);
+    shm::SegmentMapping map = shm::SegmentMapping::open(coexec::bench::segment_options(name), e);
     if (!map) {
         std::printf("segment %s: cannot attach (%s)\n", name.c_str(), e.message.c_str());
         return;
@@ -406,10 +399,11 @@ void dump_segment(const std::string& name) {
 
 // Removes the segment if it is still there; true if it was.
 bool remove_segment(const std::string& name) {
-    const std::string path = "/dev/shm" + coexec::shm::segment_shm_name(segment_options(name));
+    const std::string path =
+        "/dev/shm" + coexec::shm::segment_shm_name(coexec::bench::segment_options(name));
     if (::access(path.c_str(), F_OK) != 0) return false;
     std::string message;
-    if (!coexec::shm::SegmentMapping::unlink(segment_options(name), message))
+    if (!coexec::shm::SegmentMapping::unlink(coexec::bench::segment_options(name), message))
         std::fprintf(stderr, "coexec-bench-many-procs: %s\n", message.c_str());
     return true;
 }

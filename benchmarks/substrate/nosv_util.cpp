@@ -26,6 +26,23 @@ void use_segment(const std::string& name, const std::string& extra) {
     ::setenv("NOSV_CONFIG_OVERRIDE", value.c_str(), 1);
 }
 
+shm::SegmentOptions segment_options(const std::string& name) {
+    shm::SegmentOptions o;
+    o.name = name;
+    o.create = false;
+    return o;
+}
+
+LockCounter::LockCounter(const std::string& segment) {
+    shm::SegmentError e;
+    map_ = shm::SegmentMapping::open(segment_options(segment), e);
+    if (!map_) fail("cannot map segment " + segment + " to count lock acquisitions: " + e.message);
+}
+
+uint64_t LockCounter::read() const {
+    return map_->header.lock_acquisitions.load(std::memory_order_relaxed);
+}
+
 int strict_cpu(const Options& options) {
     const int count = nosv_get_num_cpus();
     int* array = nosv_get_available_cpus(); // ours to free

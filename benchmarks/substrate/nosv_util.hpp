@@ -6,6 +6,8 @@
 
 #include "options.hpp"
 
+#include "shm/segment.hpp"
+
 #include <nosv.h>
 
 #include <chrono>
@@ -32,6 +34,21 @@ inline uint64_t now_ns() {
 // coexec users), adding `extra` settings ("key=value,...") after any
 // NOSV_CONFIG_OVERRIDE the user gave.
 void use_segment(const std::string& name, const std::string& extra = "");
+
+// Options that attach to the existing segment `name` (never create it).
+shm::SegmentOptions segment_options(const std::string& name);
+
+// The lock acquisitions of every member of segment `name` so far
+// (Header::lock_acquisitions), read through a mapping of its own. Open it
+// once the segment exists (after nosv_init()).
+class LockCounter {
+  public:
+    explicit LockCounter(const std::string& segment);
+    uint64_t read() const;
+
+  private:
+    shm::SegmentMapping map_;
+};
 
 // nosv_init() for the guard's lifetime.
 class Runtime {

@@ -82,7 +82,8 @@ void relay_play(Court& court, int me, int cpu, int64_t per_repeat, int64_t passe
 Outcome collect(const Court& court, std::string error) {
     if (error.empty() && court.wrong_cpu.load(std::memory_order_relaxed) != 0)
         error = "pinned players ran off their CPU";
-    Outcome outcome{{}, std::move(error)};
+    Outcome outcome;
+    outcome.error = std::move(error);
     if (outcome.error.empty()) outcome.samples = court.samples.samples();
     return outcome;
 }

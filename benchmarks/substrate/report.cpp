@@ -20,8 +20,12 @@ void print_row(const Result& r) {
         return;
     }
     Summary s = summarize(r.outcome.samples);
-    std::printf("%-48s %10.3f %10.3f %10.3f  %s\n", m.title.c_str(), scaled(m, s.median),
+    std::printf("%-48s %10.3f %10.3f %10.3f  %-9s", m.title.c_str(), scaled(m, s.median),
                 scaled(m, s.min), scaled(m, s.max), unit_of(m).c_str());
+    if (r.outcome.locks_per_op.empty())
+        std::printf(" %9s\n", "-");
+    else
+        std::printf(" %9.3f\n", summarize(r.outcome.locks_per_op).median);
 }
 
 } // namespace
@@ -29,7 +33,8 @@ void print_row(const Result& r) {
 void print_report(const std::vector<Result>& results, int repeats) {
     std::printf("\ncoexec substrate micro-benchmarks: median of %d repeats (after 1 warm-up)\n",
                 repeats);
-    std::printf("%-48s %10s %10s %10s  %s\n", "benchmark", "median", "min", "max", "unit");
+    std::printf("%-48s %10s %10s %10s  %-9s %9s\n", "benchmark", "median", "min", "max", "unit",
+                "locks/op");
     for (const Result& r : results)
         print_row(r);
 }

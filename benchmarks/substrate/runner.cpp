@@ -16,7 +16,10 @@ Outcome run_in_child(const Options& options, void (*body)(const Options&, Sample
     });
     Outcome outcome;
     outcome.error = child.wait_all(std::chrono::seconds(options.timeout_s));
-    if (outcome.error.empty()) outcome.samples = buffer->samples();
+    if (outcome.error.empty()) {
+        outcome.samples = buffer->samples();
+        outcome.locks_per_op = buffer->lock_samples();
+    }
     if (outcome.error.empty() && int(outcome.samples.size()) != options.repeats)
         outcome.error = "child reported " + std::to_string(outcome.samples.size()) + " of " +
                         std::to_string(options.repeats) + " samples";

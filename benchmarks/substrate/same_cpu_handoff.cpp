@@ -97,8 +97,12 @@ void body(const Options& options, SampleBuffer& out) {
     TaskType type(play, completed, "bench-pingpong");
     Attached main_thread("bench-main");
     one_game(type.get(), main_thread.task(), cpu, std::max<int64_t>(1, options.handoffs / 10));
-    for (int r = 0; r < options.repeats; ++r)
-        out.push(one_game(type.get(), main_thread.task(), cpu, options.handoffs));
+    const LockCounter locks(options.segment);
+    for (int r = 0; r < options.repeats; ++r) {
+        const uint64_t before = locks.read();
+        const double ns = one_game(type.get(), main_thread.task(), cpu, options.handoffs);
+        out.push(ns, double(locks.read() - before) / double(options.handoffs));
+    }
 }
 
 } // namespace

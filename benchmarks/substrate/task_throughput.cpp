@@ -64,9 +64,12 @@ void body(const Options& options, SampleBuffer& out) {
     std::vector<nosv_task_t> warm_up(size_t(std::max<int64_t>(1, options.tasks / 10)));
     measure(warm_up);
     std::vector<nosv_task_t> tasks(size_t(options.tasks));
+    const LockCounter locks(options.segment);
     for (int r = 0; r < options.repeats; ++r) {
+        const uint64_t before = locks.read();
         const uint64_t ns = std::max<uint64_t>(measure(tasks), 1);
-        out.push(double(tasks.size()) * 1e9 / double(ns));
+        out.push(double(tasks.size()) * 1e9 / double(ns),
+                 double(locks.read() - before) / double(tasks.size()));
     }
 }
 

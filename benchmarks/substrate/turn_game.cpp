@@ -29,8 +29,14 @@ void futex_await_turn(Court& court, uint32_t turn) {
 void PassClock::on_pass(int64_t k) {
     if (k % per_repeat_ != 0) return;
     const uint64_t now = now_ns();
-    if (k >= 2 * per_repeat_) out_.push(double(now - mark_) / double(2 * per_repeat_));
+    const uint64_t locks = locks_ ? locks_->read() : 0;
+    const double handoffs = double(2 * per_repeat_);
+    if (k >= 2 * per_repeat_ && locks_)
+        out_.push(double(now - mark_) / handoffs, double(locks - lock_mark_) / handoffs);
+    else if (k >= 2 * per_repeat_)
+        out_.push(double(now - mark_) / handoffs);
     mark_ = now;
+    lock_mark_ = locks;
 }
 
 } // namespace coexec::bench

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "child_process.hpp"
+#include "nosv_util.hpp"
 #include "options.hpp"
 
 #include <atomic>
@@ -44,16 +45,21 @@ inline int64_t pass_count(const Options& o, int64_t per_repeat) {
 // Player 0's clock: one sample every `per_repeat` round trips, skipping the
 // first (warm-up) repeat. Between two passes of player 0 the turn goes to the
 // other player and back: two hand-offs, so samples are ns per hand-off.
+// With `locks`, each sample comes with the segment's lock acquisitions per
+// hand-off in the same repeat.
 class PassClock {
   public:
-    PassClock(int64_t per_repeat, SampleBuffer& out) : per_repeat_(per_repeat), out_(out) {}
+    PassClock(int64_t per_repeat, SampleBuffer& out, const LockCounter* locks = nullptr)
+        : per_repeat_(per_repeat), out_(out), locks_(locks) {}
     // Call at player 0's k-th pass.
     void on_pass(int64_t k);
 
   private:
     int64_t per_repeat_;
     SampleBuffer& out_;
+    const LockCounter* locks_;
     uint64_t mark_ = 0;
+    uint64_t lock_mark_ = 0;
 };
 
 } // namespace coexec::bench
