@@ -265,3 +265,47 @@ TEST(MultiProcess, AtMostOneRunningThreadPerCpu) {
     for (int c = 0; c < map->header.cpu_count; ++c)
         EXPECT_NE(map->cpus[c].state.load(), shm::CpuState::Running);
 }
+
+// A thread that spins on nosv_yield() while another process waits for its
+// CPU keeps the CPU until its turn is over, and asks the segment lock only
+// then: within the turn, its yields read the scheduling state without the
+// lock (TaskOps::yield()), so a spinning yielder does not load the lock
+// that every process of the node shares.
+TEST(MultiProcess, YieldsWithinTheTurnTakeNoSegmentLock) {
+    test::ScopedSegment seg("topology.binding=0,scheduler.quantum_ns=30000000000");
+    struct Flags {
+        std::atomic<bool> waiting, done;
+    };
+    Shared<Flags> flags;
+    ASSERT_EQ(nosv_init(), NOSV_SUCCESS);
+    nosv_task_t self;
+    ASSERT_EQ(nosv_attach(&self, nullptr, "yielder", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+    // The other process waits for the one CPU, which this thread holds.
+    pid_t waiter = test::fork_child([&] {
+        nosv_task_t t;
+        if (nosv_init() != 0) return 11;
+        flags->waiting = true;
+        if (nosv_attach(&t, nullptr, "waiter", NOSV_ATTACH_NONE) != 0) return 12;
+        flags->done = true;
+        nosv_detach(NOSV_DETACH_NONE);
+        return nosv_shutdown() == 0 ? 0 : 13;
+    });
+    auto map = seg.map();
+    ASSERT_TRUE(map);
+    const shm::Segment& s = *map.get();
+    // Waiting: its attach counts the CPU as wanted (a ready item).
+    ASSERT_TRUE(test::wait_until([&] {
+        return flags->waiting.load() && s.header.alive_count == 2 &&
+               s.procs[s.header.alive[1]].ready_total.load() > 0;
+    }));
+    const uint64_t before = s.header.lock_acquisitions.load();
+    for (int i = 0; i < 10000; ++i)
+        ASSERT_EQ(nosv_yield(NOSV_YIELD_NONE), NOSV_SUCCESS);
+    // The 30 s quantum is not over: the waiter still waits, and no yield
+    // took the lock.
+    EXPECT_FALSE(flags->done.load());
+    EXPECT_EQ(s.header.lock_acquisitions.load(), before);
+    ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+    EXPECT_EQ(test::wait_child(waiter), 0);
+    EXPECT_EQ(nosv_shutdown(), NOSV_SUCCESS);
+}
