@@ -1,5 +1,6 @@
 // `coexec record`: a timeline trace of CPU ownership, for Perfetto.
 #include "commands.hpp"
+#include "launch_env.hpp"
 #include "native_sampler.hpp"
 #include "trace_json.hpp"
 #include "trace_recorder.hpp"
@@ -50,7 +51,7 @@ void catch_stop_signals() {
 // configuration overrides so that the command joins the recorded segment.
 std::vector<std::string> child_environment(const GlobalOptions& global) {
     // Appended piecewise: `"literal" + std::string&&` trips a false
-    // -Wrestrict in gcc 12 at -O2 (as in run.cpp).
+    // -Wrestrict in gcc 12 at -O2 (as in launch_env.cpp).
     std::string extra;
     if (global.name) {
         extra += "shared_memory.name=";
@@ -61,25 +62,20 @@ std::vector<std::string> child_environment(const GlobalOptions& global) {
         extra += "shared_memory.isolation_level=";
         extra += *global.isolation;
     }
-    // The overrides go where the runtime reads them: NOSV_CONFIG_OVERRIDE
-    // when it is set and not empty, else COEXEC_CONFIG_OVERRIDE when it is
-    // (config/config.cpp), else a new NOSV_CONFIG_OVERRIDE.
-    const char* nosv = std::getenv("NOSV_CONFIG_OVERRIDE");
-    const char* ours = std::getenv("COEXEC_CONFIG_OVERRIDE");
-    std::string key =
-        !(nosv && *nosv) && ours && *ours ? "COEXEC_CONFIG_OVERRIDE=" : "NOSV_CONFIG_OVERRIDE=";
+    // Appended to the override the runtime reads (launch_env.hpp).
+    launch::EnvVar override = launch::append_config_override(extra, launch::own_environment());
+    const std::string key = override.name + "=";
     std::vector<std::string> env;
     bool done = extra.empty();
     for (char** e = environ; *e; ++e) {
         std::string var = *e;
         if (!done && var.rfind(key, 0) == 0) {
-            if (var.size() > key.size()) var += ',';
-            var += extra;
+            var = key + override.value;
             done = true;
         }
         env.push_back(std::move(var));
     }
-    if (!done) env.push_back(key + extra);
+    if (!done) env.push_back(key + override.value);
     return env;
 }
 
