@@ -12,6 +12,8 @@
 #       declares a part; it is left out when its option or one it needs is off;
 #   coexec_part_missing(<option> <what is missing> <command that installs it>)
 #       records that a part which is on cannot be built;
+#   coexec_part_absent(<option> <why>)
+#       records that a part whose option is AUTO is left out, and why;
 #   coexec_parts_report()
 #       at the end of the top-level CMakeLists: fails, or writes the list.
 
@@ -24,6 +26,10 @@ endfunction()
 function(coexec_part_missing option what install)
   set_property(GLOBAL APPEND PROPERTY COEXEC_PARTS_MISSING "${option}")
   set_property(GLOBAL PROPERTY COEXEC_PART_MISSING_${option} "${what}; install: ${install}")
+endfunction()
+
+function(coexec_part_absent option why)
+  set_property(GLOBAL PROPERTY COEXEC_PART_ABSENT_${option} "${why}")
 endfunction()
 
 function(coexec_parts_report)
@@ -43,8 +49,16 @@ function(coexec_parts_report)
   foreach(option IN LISTS parts)
     get_property(description GLOBAL PROPERTY COEXEC_PART_${option})
     get_property(needs GLOBAL PROPERTY COEXEC_PART_NEEDS_${option})
+    get_property(absent GLOBAL PROPERTY COEXEC_PART_ABSENT_${option})
+    if(absent)
+      string(APPEND report "left out    ${description} (${absent})\n")
+      continue()
+    endif()
     set(turned_off "")
     foreach(o IN ITEMS ${option} ${needs})
+      if("${${o}}" STREQUAL "AUTO")
+        continue()
+      endif()
       if(NOT ${o})
         list(APPEND turned_off "-D${o}=OFF")
       endif()
