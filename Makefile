@@ -23,7 +23,7 @@ build-release-clang-compilers = CC=clang-14 CXX=clang++-14
 build-release-clang-type = Release
 
 .PHONY: all deps build build-main demo demo-substrate test test-main test-under-load test-sanitize \
-  test-builds test-fuzz test-tsan $(addprefix test-build-,$(TEST_BUILDS)) install \
+  test-builds test-fuzz test-tsan test-slurm $(addprefix test-build-,$(TEST_BUILDS)) install \
   format clean
 
 all: build
@@ -76,6 +76,12 @@ build-main: deps
 
 test-main: build-main
 	$(SHM_CHECK) ctest --test-dir $(BUILD) --output-on-failure --timeout 600
+
+# The Slurm plugin against a real Slurm started on this machine (tests/slurm,
+# ctest label `slurm`; test-main runs it with the rest). It skips, saying
+# why, where the daemons cannot start (not root, packages missing).
+test-slurm: build-main
+	$(SHM_CHECK) ctest --test-dir $(BUILD) --output-on-failure --timeout 600 -L slurm
 
 # The main build's tests with two CPU hogs beside them (stress-ng): nothing may
 # depend on having the CPUs to itself. RUNS=3 runs the suite three times in a
