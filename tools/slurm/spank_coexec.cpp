@@ -74,10 +74,11 @@ int option_callback(int, const char* optarg, int) {
     return 0;
 }
 
-// Steps that run no user task of the job: the batch script, the extern and
-// interactive steps, and the like (Slurm numbers them from 0xfffffff0 up).
+// Steps that run no task of the user's srun: the batch script, the extern
+// and interactive steps, and the like (slurm.h numbers them above
+// SLURM_MAX_NORMAL_STEP_ID).
 bool special_step(uint32_t step_id) {
-    return step_id >= 0xfffffff0u;
+    return step_id > SLURM_MAX_NORMAL_STEP_ID;
 }
 
 // The directory of libcoexec.so: the `libdir=` argument, else two levels
