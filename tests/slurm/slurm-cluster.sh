@@ -11,6 +11,8 @@
 #       Clients then need SLURM_CONF=DIR/slurm.conf.
 #   slurm-cluster.sh stop DIR
 #       stops every daemon started in DIR and the jobs' processes; idempotent.
+# If the process that ran `start` dies before `stop`, a watchdog stops the
+# daemons and removes DIR.
 set -uo pipefail
 
 cmd=${1:-}
@@ -67,6 +69,14 @@ export PATH=$PATH:/usr/sbin
 [[ -n "$plugin" && -f "$plugin" ]] || { echo "slurm-cluster: plugin '$plugin' not found" >&2; exit 1; }
 
 mkdir -p "$dir"/{munge,state,spool,log} || exit 1
+# A watchdog stops the daemons and removes DIR if the process that started
+# this script (the test) dies without calling `stop`: a test killed at its
+# time limit leaves nothing running. It ends by itself once DIR is gone.
+owner=$PPID
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+setsid bash -c 'while [[ -d "$2" ]] && kill -0 "$3" 2>/dev/null; do sleep 1; done
+  if [[ -d "$2" ]]; then bash "$1" stop "$2"; rm -rf "$2"; fi' \
+  watchdog "$self" "$dir" "$owner" </dev/null >/dev/null 2>&1 &
 chmod 0700 "$dir/munge"
 mungekey -c -k "$dir/munge/munge.key" >/dev/null 2>&1 || skip "mungekey cannot create a key"
 munged --force --socket="$dir/munge/munge.sock" --key-file="$dir/munge/munge.key" \
