@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <vector>
 
 namespace fs = std::filesystem;
 using coexec::test::ProcessResult;
@@ -35,10 +36,29 @@ Env base_env() {
         {"OMP_NUM_THREADS", "2"}, {"PYTHONPATH", kProgramDir}, {"PYTHONDONTWRITEBYTECODE", "1"}};
 }
 
+// The segments this test's runs use. A run killed at its timeout leaves
+// its segment in /dev/shm (a killed member keeps the name for the next
+// member to reap); the test process removes each one when it exits, after
+// every run it started was reaped (Subprocess).
+class TestSegments {
+  public:
+    void add(const std::string& name) { names_.push_back(name); }
+    ~TestSegments() {
+        std::error_code ec;
+        for (const std::string& n : names_)
+            std::filesystem::remove("/dev/shm/coexec." + n + ".u" + std::to_string(geteuid()), ec);
+    }
+
+  private:
+    std::vector<std::string> names_;
+};
+
 Env coexec_env(const std::string& tag) {
+    static TestSegments segments;
+    const std::string name = "pytest-" + tag + "-" + std::to_string(getpid());
+    segments.add(name);
     Env env = base_env();
-    env["COEXEC_CONFIG_OVERRIDE"] =
-        "shared_memory.name=pytest-" + tag + "-" + std::to_string(getpid());
+    env["COEXEC_CONFIG_OVERRIDE"] = "shared_memory.name=" + name;
     return env;
 }
 
@@ -149,8 +169,8 @@ TEST(PythonNumpy, CoexecRunKeepsTheSystemBlasAndHostsTheProgramsThreads) {
 // docs/python.md gives those runs' results.)
 TEST(PythonNumpy, ItsOwnLinalgTestsPassUnderCoexecRun) {
     if (!importable("numpy, pytest")) GTEST_SKIP() << "python3-numpy or python3-pytest is missing";
-    const std::vector<std::string> pytest{kPython, "-m", "pytest", "--pyargs", "numpy.linalg",
-                                          "-q", "-p", "no:cacheprovider"};
+    const std::vector<std::string> pytest{kPython,        "-m", "pytest", "--pyargs",
+                                          "numpy.linalg", "-q", "-p",     "no:cacheprovider"};
     std::vector<std::string> argv{kCoexecCli, "run", "--"};
     argv.insert(argv.end(), pytest.begin(), pytest.end());
     Env env = coexec_env("numpy-linalg");
