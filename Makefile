@@ -23,7 +23,7 @@ build-release-clang-compilers = CC=clang-14 CXX=clang++-14
 build-release-clang-type = Release
 
 .PHONY: all deps build build-main demo demo-substrate test test-main test-under-load test-sanitize \
-  test-builds test-fuzz test-tsan test-slurm $(addprefix test-build-,$(TEST_BUILDS)) install \
+  test-builds test-fuzz test-tsan test-slurm test-bignode $(addprefix test-build-,$(TEST_BUILDS)) install \
   format clean
 
 all: build
@@ -136,6 +136,22 @@ test-tsan: deps
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	set -e; for t in $(TSAN_TESTS); do \
 	  TSAN_OPTIONS="second_deadlock_stack=1" $(TSAN_BUILD)/bin/$$t; done
+
+# A big node in a QEMU guest: 64 vCPUs on 4 NUMA nodes (CPUS=, NODES=),
+# Debian's kernel and an initramfs of the test programs
+# (scripts/bignode-guest.sh, tests/bignode/). Every CPU used, NUMA-strict
+# tasks on their node, at most one running coexec thread per CPU, the
+# multi-process and torture tests, 512 processes, a co-location. Outside
+# `make test`: without KVM it takes about 12 minutes on 2 cores (docs/testing.md).
+BIGNODE_TARGETS = coexec_cli coexec-placement test-multiprocess coexec-torture \
+  coexec-bench-many-procs coexec_host coexec_libomp_patched coexec_openmp_benchmarks
+test-bignode: deps
+	bash scripts/install-deps.sh bignode
+	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DCMAKE_BUILD_TYPE=RelWithDebInfo) \
+	  -DCOEXEC_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS) --target $(BIGNODE_TARGETS)
+	bash scripts/bignode-guest.sh --build $(BUILD) $(if $(CPUS),--cpus $(CPUS)) \
+	  $(if $(NODES),--nodes $(NODES)) $(if $(ACCEL),--accel $(ACCEL))
 
 install: build
 	cmake --install $(BUILD)
