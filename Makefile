@@ -137,12 +137,14 @@ test-tsan: deps
 	set -e; for t in $(TSAN_TESTS); do \
 	  TSAN_OPTIONS="second_deadlock_stack=1" $(TSAN_BUILD)/bin/$$t; done
 
-# A big node in a QEMU guest: 64 vCPUs on 4 NUMA nodes (CPUS=, NODES=),
-# Debian's kernel and an initramfs of the test programs
-# (scripts/bignode-guest.sh, tests/bignode/). Every CPU used, NUMA-strict
+# A big node in a QEMU guest: 64 vCPUs on 4 NUMA nodes with KVM, 16 where
+# QEMU emulates the CPUs (CPUS=, NODES=, ACCEL=kvm|tcg, PROCS=), Debian's
+# kernel and an initramfs of the test programs (scripts/bignode-guest.sh,
+# tests/bignode/). Every CPU used, NUMA-strict
 # tasks on their node, at most one running coexec thread per CPU, the
-# multi-process and torture tests, 512 processes, a co-location. Outside
-# `make test`: without KVM it takes about 12 minutes on 2 cores (docs/testing.md).
+# multi-process and torture tests, 512 processes (128 emulated), a
+# co-location. Outside `make test`: about 4 minutes on 2 cores without KVM,
+# 16 vCPUs emulated (docs/testing.md).
 BIGNODE_TARGETS = coexec_cli coexec-placement test-multiprocess coexec-torture \
   coexec-bench-many-procs coexec_host coexec_libomp_patched coexec_openmp_benchmarks
 test-bignode: deps
@@ -151,7 +153,8 @@ test-bignode: deps
 	  -DCOEXEC_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS) --target $(BIGNODE_TARGETS)
 	bash scripts/bignode-guest.sh --build $(BUILD) $(if $(CPUS),--cpus $(CPUS)) \
-	  $(if $(NODES),--nodes $(NODES)) $(if $(ACCEL),--accel $(ACCEL))
+	  $(if $(NODES),--nodes $(NODES)) $(if $(ACCEL),--accel $(ACCEL)) \
+	  $(if $(PROCS),--procs $(PROCS))
 
 install: build
 	cmake --install $(BUILD)
