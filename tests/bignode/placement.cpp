@@ -12,12 +12,15 @@
 // tests/bignode), and as useful on a real big node. Prints one line a
 // check, "ok" or "FAILED" with the evidence.
 // Exit status: 0 every check passed, 1 one failed, 2 bad usage or no coexec.
+#include "scheduler/topology.hpp"
+
 #include <nosv.h>
 #include <nosv/affinity.h>
 #include <nosv/hwinfo.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -136,42 +139,21 @@ void task_run(nosv_task_t task) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-// "0-3,8,10-11" -> {0,1,2,3,8,10,11}; false on a malformed list.
-bool parse_cpu_list(const std::string& text, std::vector<int>& out) {
-    size_t i = 0;
-    while (i < text.size() && text[i] != '\n') {
-        char* end = nullptr;
-        long a = std::strtol(text.c_str() + i, &end, 10);
-        if (end == text.c_str() + i) return false;
-        i = size_t(end - text.c_str());
-        long b = a;
-        if (i < text.size() && text[i] == '-') {
-            ++i;
-            b = std::strtol(text.c_str() + i, &end, 10);
-            if (end == text.c_str() + i) return false;
-            i = size_t(end - text.c_str());
-        }
-        if (a < 0 || b < a || b >= kMaxCpu) return false;
-        for (long c = a; c <= b; ++c)
-            out.push_back(int(c));
-        if (i < text.size() && text[i] == ',') ++i;
-    }
-    return true;
+// A sysfs CPU list ("0-3,8,10-11\n"; empty for a node without CPUs) ->
+// {0,1,2,3,8,10,11}; false on a malformed list.
+bool parse_cpu_list(std::string text, std::vector<int>& out) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.pop_back();
+    out.clear();
+    std::string error;
+    return text.empty() || coexec::scheduler::parse_cpu_list(text, out, error);
 }
 
+// The CPUs as a Linux CPU list, "none" for no CPU.
 std::string format_cpu_list(std::vector<int> cpus) {
     std::sort(cpus.begin(), cpus.end());
-    std::string s;
-    for (size_t i = 0; i < cpus.size();) {
-        size_t j = i;
-        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
-            ++j;
-        if (!s.empty()) s += ',';
-        s += std::to_string(cpus[i]);
-        if (j > i) s += '-' + std::to_string(cpus[j]);
-        i = j + 1;
-    }
-    return s.empty() ? "none" : s;
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return cpus.empty() ? "none" : coexec::scheduler::format_cpu_list(cpus);
 }
 
 std::string read_file(const std::string& path) {
