@@ -334,17 +334,30 @@ bool SegmentMapping::unlink(const SegmentOptions& options, std::string& message)
 }
 
 bool SegmentMapping::remove_if_last() const {
+    return remove_name_if_alone(/*keep_share=*/true);
+}
+
+bool SegmentMapping::leave_at_exit() const {
+    return remove_name_if_alone(/*keep_share=*/false);
+}
+
+bool SegmentMapping::remove_name_if_alone(bool keep_share) const {
     if (fd_ < 0 || shm_name_.empty()) return false;
+    if (!ofd_lock(fd_, F_WRLCK, kCreationByte, true)) return false;
     bool removed = false;
-    if (ofd_lock(fd_, F_WRLCK, kCreationByte, true)) {
-        // Converting our shared in-use lock to exclusive succeeds only if no
-        // other open file description holds it: nobody else has the segment.
-        if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
-            removed = ::shm_unlink(shm_name_.c_str()) == 0;
-            ofd_lock(fd_, F_RDLCK, kInUseByte, true);
-        }
-        ofd_lock(fd_, F_UNLCK, kCreationByte, false);
+    // Converting our shared in-use lock to exclusive succeeds only if no
+    // other open file description holds it: nobody else has the segment.
+    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
+        removed = ::shm_unlink(shm_name_.c_str()) == 0;
+        ofd_lock(fd_, F_RDLCK, kInUseByte, true);
+    } else if (!keep_share) {
+        // Others have it open (leave_at_exit()). Our threads keep the
+        // mapping until the process ends, but our share goes now, under the
+        // creation lock as in leave(): the last of them to close sees that
+        // it is last.
+        ofd_lock(fd_, F_UNLCK, kInUseByte, false);
     }
+    ofd_lock(fd_, F_UNLCK, kCreationByte, false);
     return removed;
 }
 
@@ -354,23 +367,6 @@ bool SegmentMapping::still_named() const {
     // the caller releases it.
     struct stat st {};
     return ::fstat(fd_, &st) == 0 && st.st_nlink > 0;
-}
-
-bool SegmentMapping::leave_at_exit() const {
-    if (fd_ < 0 || shm_name_.empty()) return false;
-    if (!ofd_lock(fd_, F_WRLCK, kCreationByte, true)) return false;
-    bool removed = false;
-    if (still_named() && ofd_lock(fd_, F_WRLCK, kInUseByte, false)) {
-        removed = ::shm_unlink(shm_name_.c_str()) == 0;
-        ofd_lock(fd_, F_RDLCK, kInUseByte, true);
-    } else {
-        // Others have it open. Our threads keep the mapping until the
-        // process ends, but our share goes now, under the creation lock as
-        // in leave(): the last of them to close sees that it is last.
-        ofd_lock(fd_, F_UNLCK, kInUseByte, false);
-    }
-    ofd_lock(fd_, F_UNLCK, kCreationByte, false);
-    return removed;
 }
 
 void SegmentMapping::leave() const {

@@ -89,6 +89,10 @@ class SegmentMapping {
     // Whether the name still refers to this segment. Call with the
     // creation lock held.
     bool still_named() const;
+    // remove_if_last() (keep_share) and leave_at_exit() (not): removes the
+    // name if this is the last open mapping; otherwise keeps this mapping's
+    // share of the in-use lock, or drops it.
+    bool remove_name_if_alone(bool keep_share) const;
     // Drops this mapping's share of the in-use lock, first removing the name
     // if it is the last mapping and no registered process stays (none, or
     // only departing ones).
