@@ -30,10 +30,12 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
         if (std::find(numa_ids.begin(), numa_ids.end(), c.system_numa) == numa_ids.end())
             numa_ids.push_back(c.system_numa);
     std::sort(numa_ids.begin(), numa_ids.end());
-    const int count = std::min<int>(int(cpus.size()), kMaxCpus);
+    // The callers refuse more CPUs than the segment has slots for, with an
+    // error that says so (Membership::enter, and the tools): never cut here.
+    const int count = std::min<int>(int(cpus.size()), h.max_cpus);
     h.cpu_count = count;
     h.numa_count = int(numa_ids.size());
-    for (int i = 0; i < kMaxCpus; ++i) {
+    for (int i = 0; i < h.max_cpus; ++i) {
         CpuSlot& slot = s_.cpus[i];
         if (i < count) {
             const CpuInfo& info = cpus[size_t(i)];
@@ -144,7 +146,7 @@ void CpuTable::recount_all_running() {
     // A lock holder that died inside recount_running() left one count off.
     for (ProcSlot& p : s_.procs)
         p.running_cpus.store(0, rlx);
-    for (int32_t c = 0; c < kMaxCpus; ++c) {
+    for (int32_t c = 0; c < s_.header.max_cpus; ++c) {
         s_.cpus[c].counted_proc = kNone;
         if (c < cpu_count()) recount_running(c);
     }

@@ -40,7 +40,7 @@ class CpuTable {
 
     int cpu_count() const { return s_.header.cpu_count; }
 
-    // Lays out the CPU slots for `cpus` (at most kMaxCpus), every one Free,
+    // Lays out the CPU slots for `cpus` (at most Header::max_cpus), every one Free,
     // their NUMA nodes, and the counters.
     void format(const std::vector<CpuInfo>& cpus) COEXEC_REQUIRES(segment_lock);
     // Repair after a dead lock holder: finishes or undoes the CPU slot

@@ -44,7 +44,7 @@ void CpuTime::stop(int32_t c, uint64_t now) {
 
 uint64_t CpuTime::total_ns(int32_t proc, uint64_t now) const {
     uint64_t total = s_.procs[proc].cpu_time_ns.load(rlx);
-    for (int c = 0; c < s_.header.cpu_count && c < kMaxCpus; ++c) {
+    for (int c = 0; c < s_.header.cpu_count && c < s_.header.max_cpus; ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         if (cpu.stint_proc != proc || now <= cpu.stint_start_ns) continue;
         // Saturating: a stored time near the top of its range (a damaged
@@ -60,7 +60,7 @@ LabelTimes CpuTime::by_label_ns(int32_t proc, uint64_t now) const {
     LabelTimes times{};
     for (int l = 0; l < kLabelClasses; ++l)
         times[l] = s_.procs[proc].label_time_ns[l].load(rlx);
-    for (int c = 0; c < s_.header.cpu_count && c < kMaxCpus; ++c) {
+    for (int c = 0; c < s_.header.cpu_count && c < s_.header.max_cpus; ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         if (cpu.stint_proc != proc || now <= cpu.stint_start_ns) continue;
         // Saturating, as in total_ns().

@@ -13,7 +13,8 @@ namespace coexec::scheduler {
 
 class Demand {
   public:
-    explicit Demand(shm::ProcSlot& slot) : slot_(slot) {}
+    Demand(shm::Segment& segment, int32_t proc)
+        : slot_(segment.procs[proc]), ready_cpu_(shm::ready_cpu_row(segment, proc)) {}
 
     // Counts `delta` ready items placed at `where`. Thread-safe: submitters
     // count lock-free while the process's queue owner counts pops.
@@ -24,7 +25,7 @@ class Demand {
         if (!where.strict || where.kind == Placement::Kind::Any)
             slot_.ready_any.fetch_add(delta, rlx);
         else if (where.kind == Placement::Kind::Cpu)
-            slot_.ready_cpu[where.index].fetch_add(delta, rlx);
+            ready_cpu_[where.index].fetch_add(delta, rlx);
         else
             slot_.ready_numa[where.index].fetch_add(delta, rlx);
         // ready_total last, seq_cst when work appears: it publishes the
@@ -40,6 +41,7 @@ class Demand {
 
   private:
     shm::ProcSlot& slot_;
+    std::atomic<int64_t>* ready_cpu_;
 };
 
 } // namespace coexec::scheduler

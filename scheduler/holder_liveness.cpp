@@ -44,7 +44,7 @@ std::vector<Suspect> find_suspects(const SharedScheduler& sched, uint64_t now) {
     std::vector<Suspect> found;
     const SegmentConfig& cfg = s.header.config;
     const uint64_t turn = Policy::kShareTurnQuanta * cfg.quantum_ns + cfg.preempt_after_ns;
-    const int32_t cpus = std::clamp(s.header.cpu_count, 0, kMaxCpus);
+    const int32_t cpus = std::clamp(s.header.cpu_count, 0, s.header.max_cpus);
     for (int32_t c = 0; c < cpus; ++c) {
         const CpuSlot& cpu = s.cpus[c];
         if (cpu.state.load(rlx) != CpuState::Running) continue;

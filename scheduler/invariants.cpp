@@ -1,5 +1,7 @@
 #include "invariants.hpp"
 
+#include "shm/segment.hpp"
+
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -132,15 +134,16 @@ constexpr uint16_t kOnFreeList = 1;
 constexpr uint16_t kOnPoolBase = 2;
 static_assert(kOnPoolBase + kMaxProcs <= UINT16_MAX);
 
-// Derived facts, filled in by the passes below. 28.5 KiB: on the stack,
+// Derived facts, filled in by the passes below. 60.5 KiB: on the stack,
 // so a sound segment costs no allocation.
 struct Scratch {
     std::array<uint16_t, kMaxThreads> list{};     // see kOnNoList
     std::array<uint8_t, kMaxThreads> cpus_held{}; // saturates at 255
     // Each CPU's holder and state as the CPU pass read them, so a message
     // names what was counted even if a holder moves on lock-free meanwhile.
-    std::array<int32_t, kMaxCpus> holder{};
-    std::array<CpuState, kMaxCpus> state{};
+    // Not zeroed: the CPU pass fills [0, cpu_count) before anything reads it.
+    std::array<int32_t, kMaxCpus> holder;
+    std::array<CpuState, kMaxCpus> state;
     std::array<int16_t, kMaxProcs> threads_in_use{};
     std::array<uint8_t, kMaxProcs> on_alive_list{};
     std::array<int16_t, kMaxProcs> running_cpus{}; // Running CPUs by owner_proc
@@ -165,15 +168,26 @@ struct Bounds {
     int32_t threads = 0; // thread slots ever used (Header::threads_used)
 };
 
-Bounds check_header(const Header& h, Report& r) {
+Bounds check_header(const Segment& s, Report& r) {
+    const Header& h = s.header;
     if (uint64_t magic = h.magic.load(rlx); magic != kMagic) r.add("header: bad magic ", magic);
     if (h.abi_version != kAbiVersion)
         r.add("header: ABI version ", h.abi_version, ", this coexec uses ", kAbiVersion);
     if (h.header_size != sizeof(Header))
         r.add("header: header_size ", h.header_size, ", expected ", sizeof(Header));
-    if (h.total_size != sizeof(Segment))
-        r.add("header: total_size ", h.total_size, ", expected ", sizeof(Segment));
-    if (h.max_cpus != kMaxCpus) r.add("header: max_cpus ", h.max_cpus, ", expected ", kMaxCpus);
+    // Set when the segment was created, and checked by every mapping
+    // (shm/segment.cpp), with the per-CPU arrays' places.
+    const bool sized = h.max_cpus >= 1 && h.max_cpus <= kMaxCpus;
+    if (!sized) r.add("header: max_cpus ", h.max_cpus, " is not in 1..", kMaxCpus);
+    const bool fits = sized && h.total_size == segment_layout(h.max_cpus).total;
+    if (sized && !fits)
+        r.add("header: total_size ", h.total_size, ", expected ", segment_layout(h.max_cpus).total,
+              " for max_cpus ", h.max_cpus);
+    // Nothing in the per-CPU part is read unless its arrays are in place.
+    const bool placed = fits && placed_by_layout(s);
+    if (fits && !placed)
+        r.add("header: the per-CPU arrays are not where max_cpus ", h.max_cpus, " puts them");
+    const int32_t slots = placed ? h.max_cpus : 0;
     if (h.max_procs != kMaxProcs)
         r.add("header: max_procs ", h.max_procs, ", expected ", kMaxProcs);
     if (h.max_threads != kMaxThreads)
@@ -185,9 +199,9 @@ Bounds check_header(const Header& h, Report& r) {
     // A segment nobody joined yet may have no CPU table: its first member
     // lays it out (SharedScheduler::format) under the lock.
     const bool unformatted = b.cpus == 0 && h.alive_count == 0;
-    if (!unformatted && (b.cpus <= 0 || b.cpus > kMaxCpus)) {
-        r.add("header: cpu_count ", b.cpus, " is not in 1..", kMaxCpus);
-        b.cpus = b.cpus <= 0 ? 0 : kMaxCpus;
+    if (!unformatted && (b.cpus <= 0 || b.cpus > slots)) {
+        r.add("header: cpu_count ", b.cpus, " is not in 1..", slots);
+        b.cpus = b.cpus <= 0 ? 0 : slots;
     }
     b.numa = h.numa_count;
     if (unformatted && b.numa == 0) {
@@ -445,7 +459,7 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
 std::vector<std::string> check_invariants(const Segment& segment) {
     Report report;
     Scratch scratch;
-    const Bounds bounds = check_header(segment.header, report);
+    const Bounds bounds = check_header(segment, report);
     check_procs(segment, bounds, scratch, report);
     check_cpus(segment, bounds, scratch, report);
     check_lists(segment, bounds, scratch, report);

@@ -57,7 +57,7 @@ DeadMembers MemberWatch::dead_holders(int32_t self, uint64_t now, uint64_t stale
     // monitor period, or costs one /proc read too many; reap() decides
     // under the lock.
     DeadMembers dead;
-    const int cpus = std::clamp(s_.header.cpu_count, 0, kMaxCpus);
+    const int cpus = std::clamp(s_.header.cpu_count, 0, s_.header.max_cpus);
     for (int c = 0; c < cpus; ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         if (cpu.state.load(rlx) != CpuState::Running) continue;

@@ -25,7 +25,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 bool Policy::has_work(int32_t proc, int32_t cpu) const {
     const ProcSlot& p = s_.procs[proc];
     if (p.ready_total.load(rlx) <= 0) return false;
-    return p.ready_any.load(rlx) > 0 || p.ready_cpu[cpu].load(rlx) > 0 ||
+    return p.ready_any.load(rlx) > 0 || ready_cpu_row(s_, proc)[cpu].load(rlx) > 0 ||
            p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0;
 }
 
@@ -67,7 +67,8 @@ int32_t Policy::running_cpus(int32_t proc) const {
 
 bool Policy::short_of_cpus(int32_t proc, int32_t c, int32_t holder_cpus) const {
     const ProcSlot& p = s_.procs[proc];
-    if (p.ready_cpu[c].load(rlx) > 0 || p.ready_numa[s_.cpus[c].numa].load(rlx) > 0) return true;
+    if (ready_cpu_row(s_, proc)[c].load(rlx) > 0 || p.ready_numa[s_.cpus[c].numa].load(rlx) > 0)
+        return true;
     return running_cpus(proc) < holder_cpus;
 }
 

@@ -92,8 +92,9 @@ int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std
         slot.preemptions.store(0, rlx);
         slot.ready_total.store(0, rlx);
         slot.ready_any.store(0, rlx);
-        for (auto& c : slot.ready_cpu)
-            c.store(0, rlx);
+        std::atomic<int64_t>* ready_cpu = ready_cpu_row(s_, p);
+        for (int32_t c = 0; c < h.max_cpus; ++c)
+            ready_cpu[c].store(0, rlx);
         for (auto& n : slot.ready_numa)
             n.store(0, rlx);
         slot.cpu_time_ns.store(0, rlx);

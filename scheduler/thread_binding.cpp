@@ -25,21 +25,18 @@ void ThreadBinding::bind(int32_t t, int32_t c) {
     // is cheap, and the kernel then wakes it on the granted CPU. A thread
     // that binds itself after waking first runs on its previous CPU
     // (delaying that CPU's holder) and then migrates.
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(s_.cpus[c].system_id, &set);
-    th.bound_cpu.store(kernel_set_affinity(tid, sizeof set, &set) == 0 ? c : kNone, rlx);
+    CpuMask one;
+    th.bound_cpu.store(one.set(s_.cpus[c].system_id) && one.apply(tid) == 0 ? c : kNone, rlx);
 }
 
 void ThreadBinding::unbind(int32_t t) {
     ThreadSlot& th = s_.threads[t];
     const pid_t tid = th.tid.load(rlx);
     if (tid <= 0 || th.keeps_affinity) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
+    CpuMask managed;
     for (int32_t c = 0; c < s_.header.cpu_count; ++c)
-        CPU_SET(s_.cpus[c].system_id, &set);
-    kernel_set_affinity(tid, sizeof set, &set);
+        managed.set(s_.cpus[c].system_id);
+    managed.apply(tid);
     th.bound_cpu.store(kNone, rlx);
 }
 

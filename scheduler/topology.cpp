@@ -16,13 +16,14 @@ namespace {
 
 bool affinity_ids(std::vector<int>& ids, std::string& error) {
     // The kernel's mask (not libcoexec's sched_getaffinity export).
-    cpu_set_t set;
-    if (!kernel_own_affinity(set)) {
-        error = "cannot read the process affinity mask";
+    CpuMask mask;
+    if (!mask.read_own()) {
+        error = "cannot read the process affinity mask (a node with more than " +
+                std::to_string(CpuMask::kIds) + " possible CPUs?)";
         return false;
     }
-    for (int i = 0; i < CPU_SETSIZE; ++i)
-        if (CPU_ISSET(i, &set)) ids.push_back(i);
+    for (int i = 0; i < CpuMask::kIds; ++i)
+        if (mask.test(i)) ids.push_back(i);
     return true;
 }
 
@@ -120,6 +121,11 @@ void keep_spread(std::vector<CpuInfo>& cpus, int n) {
 
 } // namespace
 
+// The most CPU ids a Linux kernel has (NR_CPUS, 8,192 with MAXSMP): a list
+// naming more is malformed. Which of them coexec can manage is
+// discover_cpus()'s to say.
+constexpr long kCpuIds = 8192;
+
 bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string& error) {
     out.clear();
     size_t pos = 0;
@@ -132,12 +138,12 @@ bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string&
         char* end = nullptr;
         errno = 0;
         long lo = std::strtol(text.c_str() + pos, &end, 10);
-        if (end == text.c_str() + pos || errno || lo < 0 || lo >= 4096) return bad();
+        if (end == text.c_str() + pos || errno || lo < 0 || lo >= kCpuIds) return bad();
         long hi = lo;
         pos = size_t(end - text.c_str());
         if (pos < text.size() && text[pos] == '-') {
             hi = std::strtol(text.c_str() + pos + 1, &end, 10);
-            if (end == text.c_str() + pos + 1 || hi < lo || hi >= 4096) return bad();
+            if (end == text.c_str() + pos + 1 || hi < lo || hi >= kCpuIds) return bad();
             pos = size_t(end - text.c_str());
         }
         for (long i = lo; i <= hi; ++i)
@@ -247,6 +253,14 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
                 "), or run one instance per NUMA node or socket";
         return false;
     }
+    // Hosted threads are pinned through a CpuMask of that many ids.
+    for (const CpuInfo& c : out.cpus)
+        if (c.system_id >= shm::kMaxCpus) {
+            error = "CPU " + std::to_string(c.system_id) + " (" + out.origin +
+                    ") has an id past the " + std::to_string(shm::kMaxCpus) +
+                    " coexec can pin threads to; set topology.binding to CPUs below it";
+            return false;
+        }
     return true;
 }
 

@@ -64,7 +64,7 @@ void TraceRings::count_recorders() {
 }
 
 void TraceRings::append_cpu_event(TraceKind kind, int32_t cpu, int32_t thread, uint64_t now) {
-    if (cpu < 0 || cpu >= kMaxCpus) return;
+    if (cpu < 0 || cpu >= s_.header.max_cpus) return;
     TraceEvent e;
     e.time_ns = now != 0 ? now : now_ns();
     e.kind = kind;
@@ -83,7 +83,7 @@ void TraceRings::append_cpu_event(TraceKind kind, int32_t cpu, int32_t thread, u
 void TraceRings::append_label_event(int32_t thread) {
     // Only while recording, and labels change only when a thread starts a
     // task of another type: a scan of the CPUs is cheap enough here.
-    for (int32_t c = 0; c < s_.header.cpu_count && c < kMaxCpus; ++c) {
+    for (int32_t c = 0; c < s_.header.cpu_count && c < s_.header.max_cpus; ++c) {
         const CpuSlot& cpu = s_.cpus[c];
         if (cpu.owner_thread.load(rlx) == thread && cpu.state.load(rlx) == CpuState::Running) {
             append_cpu_event(TraceKind::Label, c, thread, 0);
@@ -103,7 +103,7 @@ void TraceRings::append_process_event(TraceKind kind, int32_t proc, uint64_t now
     e.detail = detail;
     static_assert(kNameSize <= kTraceLabelSize);
     std::memcpy(e.label.data(), p.name, kNameSize);
-    trace_append(s_.traces[kProcessTraceRing], e);
+    trace_append(s_.traces[process_trace_ring(s_.header)], e);
 }
 
 } // namespace coexec::scheduler

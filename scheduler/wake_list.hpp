@@ -12,6 +12,10 @@ namespace coexec::scheduler {
 
 class WakeList {
   public:
+    // A locked section grants each CPU about once: room for every grant on
+    // nodes up to 256 CPUs. Past that, flush() wakes by a scan.
+    static constexpr size_t kCapacity = 264;
+
     // One wake per grant to a thread that sleeps (ThreadWord::move() says
     // which). A locked section grants each CPU about once, but
     // a reap of many dead processes can grant a CPU once per process, so
@@ -48,7 +52,7 @@ class WakeList {
         }
     }
 
-    std::array<int32_t, shm::kMaxCpus + 8> items_{};
+    std::array<int32_t, kCapacity> items_;
     size_t count_ = 0;
     bool overflow_ = false;
 };

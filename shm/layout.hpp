@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <pthread.h>
 
 namespace coexec::shm {
@@ -23,9 +24,12 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 16;
+inline constexpr uint32_t kAbiVersion = 17;
 
-inline constexpr int kMaxCpus = 256;
+// The most CPUs one segment can be sized for. A segment has as many CPU slots
+// as its creator asked for (shm::SegmentOptions::cpu_slots: the node's CPUs by
+// default), so a 2-CPU node's segment stays small.
+inline constexpr int kMaxCpus = 4096;
 inline constexpr int kMaxNuma = 64;
 inline constexpr int kMaxProcs = 512;
 inline constexpr int kMaxThreads = 8192;
@@ -37,9 +41,8 @@ inline constexpr int32_t kNone = -1;
 inline constexpr int kTraceRingSize = 256;
 inline constexpr int kTraceLabelSize = 24; // label bytes a trace record carries
 // One ring per CPU slot, and one more for the process events (join, leave,
-// reap), which belong to no CPU.
-inline constexpr int kTraceRings = kMaxCpus + 1;
-inline constexpr int kProcessTraceRing = kMaxCpus;
+// reap), which belong to no CPU: trace_ring_count() and process_trace_ring()
+// below.
 inline constexpr int kMaxRecorders = 8; // recorders (`coexec record`) at once
 
 enum class CpuState : uint32_t {
@@ -81,6 +84,34 @@ enum class ProcState : uint32_t { Unused = 0, Alive = 1 };
 // "pocl"; any other label (a task type's, "worker", "attached") is Other.
 enum class LabelClass : uint32_t { OpenMP = 0, Tbb = 1, Pocl = 2, Other = 3 };
 inline constexpr int kLabelClasses = 4;
+
+// An array in the segment's per-CPU part, which follows the fixed part and is
+// sized when the segment is created (for Header::max_cpus CPUs; see
+// SegmentLayout). It holds the distance in bytes from itself to its first
+// element, so it works wherever a process maps the segment. shm/segment.cpp
+// places every such array before the segment is published, and checks each
+// place whenever a process maps the segment: indexed within the bounds the
+// header gives, it reads and writes the segment only.
+template <class T> class PlacedArray {
+  public:
+    T& operator[](std::ptrdiff_t i) { return first()[i]; }
+    const T& operator[](std::ptrdiff_t i) const { return first()[i]; }
+    // Under the creation lock, before the segment is published.
+    void place(const T* first) { distance_ = address(first) - address(this); }
+    bool placed_at(const T* first) const { return distance_ == address(first) - address(this); }
+
+  private:
+    static std::ptrdiff_t address(const void* p) {
+        return reinterpret_cast<std::ptrdiff_t>(p);
+    }
+    T* first() const {
+        // The elements were never constructed as objects: like the rest of
+        // the segment they are zero bytes that their types take as a valid
+        // starting state (shm/segment.cpp).
+        return std::launder(reinterpret_cast<T*>(address(this) + distance_));
+    }
+    std::ptrdiff_t distance_;
+};
 
 // One managed CPU. Its fields change under the segment lock, except that the
 // holder of a Running CPU hands it to another thread of its process without
@@ -186,8 +217,9 @@ struct alignas(64) ProcSlot {
     std::atomic<uint32_t> departing;
     alignas(64) std::atomic<int64_t> ready_total;  // every ready item
     std::atomic<int64_t> ready_any;                // runnable on any CPU
-    std::atomic<int64_t> ready_cpu[kMaxCpus];      // strictly bound to a CPU
     std::atomic<int64_t> ready_numa[kMaxNuma];     // strictly bound to a NUMA node
+    // Those strictly bound to a CPU are counted in the process's row of
+    // Segment::ready_cpu (ready_cpu_row()).
     alignas(64) std::atomic<uint64_t> cpu_time_ns; // closed stints
     // The same closed stints by the LabelClass of the thread holding the CPU
     // when each ended; they add up to cpu_time_ns.
@@ -294,21 +326,75 @@ struct alignas(64) TraceRing {
     alignas(64) TraceRecord records[kTraceRingSize];
 };
 
-// The whole segment. Sized at compile time: about 6.5 MiB, 4 of them the
-// trace rings. It starts as all zero bytes and is never constructed as a
+// The segment's fixed part; its per-CPU part follows (SegmentLayout). About
+// 1.4 MiB, and 20 KiB more per CPU slot, 16 KiB of which is the CPU's trace
+// ring: 1.5 MiB for 2 CPUs, 17 MiB for 768, 82 MiB for 4,096. It starts as all zero bytes and is never constructed as a
 // whole (shm/segment.cpp), so only the pages in use are allocated.
 struct Segment {
     Header header;
-    CpuSlot cpus[kMaxCpus];
+    // In the per-CPU part: Header::max_cpus slots, and one trace ring per
+    // slot and one more (process_trace_ring()). Read-only once published.
+    alignas(64) PlacedArray<CpuSlot> cpus;
+    PlacedArray<TraceRing> traces;
+    // kMaxProcs rows of ready_cpu_words() counters: ProcSlot's ready items
+    // strictly bound to each CPU slot (ready_cpu_row()).
+    PlacedArray<std::atomic<int64_t>> ready_cpu;
     ProcSlot procs[kMaxProcs];
     ThreadSlot threads[kMaxThreads];
-    TraceRing traces[kTraceRings];
 };
+
+constexpr size_t round_up(size_t n, size_t to) {
+    return (n + to - 1) / to * to;
+}
+
+// Counters in a row of Segment::ready_cpu: one per CPU slot, rounded up to
+// whole cache lines, so that two processes' rows share none.
+constexpr size_t ready_cpu_words(int32_t max_cpus) {
+    return round_up(size_t(max_cpus), 64 / sizeof(int64_t));
+}
+
+// Where the per-CPU part's arrays lie in a segment sized for `max_cpus` CPU
+// slots (1..kMaxCpus), in bytes from the segment's start, and its whole size.
+struct SegmentLayout {
+    size_t cpus = 0;
+    size_t ready_cpu = 0;
+    size_t traces = 0;
+    size_t total = 0;
+};
+
+constexpr SegmentLayout segment_layout(int32_t max_cpus) {
+    const auto n = size_t(max_cpus);
+    SegmentLayout l;
+    l.cpus = round_up(sizeof(Segment), 64);
+    l.ready_cpu = l.cpus + n * sizeof(CpuSlot);
+    l.traces = l.ready_cpu + size_t(kMaxProcs) * ready_cpu_words(max_cpus) * sizeof(int64_t);
+    l.total = l.traces + (n + 1) * sizeof(TraceRing);
+    return l;
+}
+
+// Process slot `proc`'s counters of ready items bound strictly to a CPU,
+// indexed by CPU slot. Written by the process (scheduler::Demand), read by
+// others as hints.
+inline std::atomic<int64_t>* ready_cpu_row(Segment& s, int32_t proc) {
+    return &s.ready_cpu[std::ptrdiff_t(proc) * std::ptrdiff_t(ready_cpu_words(s.header.max_cpus))];
+}
+inline const std::atomic<int64_t>* ready_cpu_row(const Segment& s, int32_t proc) {
+    return &s.ready_cpu[std::ptrdiff_t(proc) * std::ptrdiff_t(ready_cpu_words(s.header.max_cpus))];
+}
+
+// The trace rings of a segment: one per CPU slot, and the process ring last.
+inline int32_t trace_ring_count(const Header& h) {
+    return h.max_cpus + 1;
+}
+inline int32_t process_trace_ring(const Header& h) {
+    return h.max_cpus;
+}
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert((kTraceRingSize & (kTraceRingSize - 1)) == 0);
 static_assert(sizeof(TraceRecord) == 64);
+static_assert(alignof(CpuSlot) <= 64 && alignof(TraceRing) <= 64 && sizeof(CpuSlot) % 64 == 0);
 
 } // namespace coexec::shm

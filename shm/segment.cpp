@@ -17,8 +17,6 @@
 namespace coexec::shm {
 namespace {
 
-constexpr size_t kSize = sizeof(Segment);
-
 mode_t mode_for(Isolation isolation) {
     switch (isolation) {
     case Isolation::Group:
@@ -54,13 +52,22 @@ Segment* zeroed_segment(void* zero_filled) {
     return std::launder(static_cast<Segment*>(zero_filled));
 }
 
-// Sets up a zeroed segment: identity, sizes and lock; then the initializer.
-void format(Segment& s, const SegmentOptions& options) {
+const char* bytes_of(const Segment& s) {
+    return reinterpret_cast<const char*>(&s);
+}
+
+// Where a segment's per-CPU arrays are, by its layout.
+template <class T> const T* at(const Segment& s, size_t offset) {
+    return reinterpret_cast<const T*>(bytes_of(s) + offset);
+}
+// Sets up a zeroed segment of `l.total` bytes sized for `cpus` CPU slots:
+// identity, sizes, the per-CPU arrays' places and the lock; then the
+// initializer.
+void format(Segment& s, const SegmentOptions& options, int32_t cpus) {
+    lay_out(s, cpus);
     Header& h = s.header;
     h.abi_version = kAbiVersion;
     h.header_size = sizeof(Header);
-    h.total_size = kSize;
-    h.max_cpus = kMaxCpus;
     h.max_procs = kMaxProcs;
     h.max_threads = kMaxThreads;
     h.max_numa = kMaxNuma;
@@ -74,21 +81,50 @@ void format(Segment& s, const SegmentOptions& options) {
     h.magic.store(kMagic, std::memory_order_release);
 }
 
-// Checks a mapped segment's identity without touching anything else in it.
+} // namespace
+
+void lay_out(Segment& s, int32_t cpus) {
+    const SegmentLayout l = segment_layout(cpus);
+    s.header.total_size = l.total;
+    s.header.max_cpus = cpus;
+    s.cpus.place(at<CpuSlot>(s, l.cpus));
+    s.traces.place(at<TraceRing>(s, l.traces));
+    s.ready_cpu.place(at<std::atomic<int64_t>>(s, l.ready_cpu));
+}
+
+bool placed_by_layout(const Segment& s) {
+    if (s.header.max_cpus < 1 || s.header.max_cpus > kMaxCpus) return false;
+    const SegmentLayout l = segment_layout(s.header.max_cpus);
+    return s.cpus.placed_at(at<CpuSlot>(s, l.cpus)) &&
+           s.traces.placed_at(at<TraceRing>(s, l.traces)) &&
+           s.ready_cpu.placed_at(at<std::atomic<int64_t>>(s, l.ready_cpu));
+}
+
+namespace {
+
+// Checks a mapped segment's identity and shape, without touching anything
+// else in it.
 SegmentError validate(const Segment& s, size_t size, const std::string& name) {
     if (size < sizeof(Header) || s.header.magic.load(std::memory_order_acquire) != kMagic)
         return fail(
             SegmentError::Kind::Foreign,
             "shared segment " + name +
                 " is not a coexec segment (bad magic); remove it with `coexec reset --force`");
-    if (s.header.abi_version != kAbiVersion || s.header.total_size != kSize || size != kSize)
+    const Header& h = s.header;
+    if (h.abi_version != kAbiVersion)
         return fail(SegmentError::Kind::VersionMismatch,
                     "shared segment " + name + " has ABI version " +
-                        std::to_string(s.header.abi_version) + " (" +
-                        std::to_string(s.header.total_size) + " bytes), this coexec uses " +
-                        std::to_string(kAbiVersion) + " (" + std::to_string(kSize) +
-                        " bytes); stop the processes using it, or remove it with `coexec "
+                        std::to_string(h.abi_version) + ", this coexec uses " +
+                        std::to_string(kAbiVersion) +
+                        "; stop the processes using it, or remove it with `coexec "
                         "reset --force`");
+    if (size < sizeof(Segment) || h.max_cpus < 1 || h.max_cpus > kMaxCpus ||
+        h.total_size != segment_layout(h.max_cpus).total || size != h.total_size ||
+        !placed_by_layout(s))
+        return fail(SegmentError::Kind::Foreign,
+                    "shared segment " + name + " is malformed (" + std::to_string(size) +
+                        " bytes for " + std::to_string(h.max_cpus) +
+                        " CPU slots); remove it with `coexec reset --force`");
     return {};
 }
 
@@ -133,17 +169,20 @@ bool no_member_stays(const Segment& s) {
     return true;
 }
 
-// Sizes the file to a zeroed segment of this version and formats it. The
-// caller holds the creation lock, and nobody else has the segment mapped.
+// Sizes the file to a zeroed segment of this version and formats it; `size`
+// gets its size. The caller holds the creation lock, and nobody else has
+// the segment mapped.
 Segment* create_fresh(int fd, const SegmentOptions& options, const std::string& name,
-                      SegmentError& error) {
+                      size_t& size, SegmentError& error) {
+    const int32_t cpus = cpu_slots_for(options);
+    size = segment_layout(cpus).total;
     Segment* s = nullptr;
     // Truncating to 0 first zeroes whatever an older segment left.
-    if (::ftruncate(fd, 0) != 0 || ::ftruncate(fd, off_t(kSize)) != 0 || !(s = map_fd(fd, kSize))) {
+    if (::ftruncate(fd, 0) != 0 || ::ftruncate(fd, off_t(size)) != 0 || !(s = map_fd(fd, size))) {
         error = fail(SegmentError::Kind::System, errno_text("cannot size shared segment", name));
         return nullptr;
     }
-    format(*zeroed_segment(s), options);
+    format(*zeroed_segment(s), options, cpus);
     return s;
 }
 
@@ -162,6 +201,11 @@ SegmentError check_owner(int fd, const SegmentOptions& options, const std::strin
 }
 
 } // namespace
+
+int32_t cpu_slots_for(const SegmentOptions& options) {
+    if (options.cpu_slots > 0) return std::min(options.cpu_slots, kMaxCpus);
+    return int32_t(std::clamp(::sysconf(_SC_NPROCESSORS_CONF), 1L, long(kMaxCpus)));
+}
 
 std::string segment_shm_name(const SegmentOptions& o) {
     switch (o.isolation) {
@@ -212,14 +256,16 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
         return {};
     }
     if (options.isolation == Isolation::Process) {
-        void* p = ::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        const int32_t cpus = cpu_slots_for(options);
+        const size_t size = segment_layout(cpus).total;
+        void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             error = fail(SegmentError::Kind::System, errno_text("cannot map", "private segment"));
             return {};
         }
         Segment* s = zeroed_segment(p);
-        format(*s, options);
-        return SegmentMapping(s, -1, {});
+        format(*s, options, cpus);
+        return SegmentMapping(s, size, -1, {});
     }
 
     const std::string name = segment_shm_name(options);
@@ -263,12 +309,12 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
     // We hold the creation lock (dropped by the kernel if we die here).
     struct stat st {};
     ::fstat(fd, &st);
-    const size_t size = size_t(st.st_size);
+    size_t size = size_t(st.st_size);
     Segment* s = nullptr;
     if (size == 0 && options.create) {
         // Our umask must not narrow a group or public segment.
         ::fchmod(fd, mode);
-        s = create_fresh(fd, options, name, error);
+        s = create_fresh(fd, options, name, size, error);
     } else if (size < sizeof(Header)) {
         error =
             fail(SegmentError::Kind::Foreign,
@@ -289,11 +335,11 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
     if (error && error.kind != SegmentError::Kind::System && options.create &&
         ofd_lock(fd, F_WRLCK, kInUseByte, false)) {
         error = {};
-        s = create_fresh(fd, options, name, error);
+        s = create_fresh(fd, options, name, size, error);
     }
     if (s && !ofd_lock(fd, F_RDLCK, kInUseByte, true)) {
         error = fail(SegmentError::Kind::System, errno_text("cannot lock shared segment", name));
-        ::munmap(s, kSize);
+        ::munmap(s, size);
         s = nullptr;
     }
     ofd_lock(fd, F_UNLCK, kCreationByte, false);
@@ -301,7 +347,7 @@ SegmentMapping SegmentMapping::open(const SegmentOptions& options, SegmentError&
         ::close(fd);
         return {};
     }
-    return SegmentMapping(s, fd, name);
+    return SegmentMapping(s, size, fd, name);
 }
 
 SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
@@ -316,13 +362,13 @@ SegmentMapping SegmentMapping::map_again(SegmentError& error) const {
     const std::string self = "/proc/self/fd/" + std::to_string(fd_);
     int fd = ::open(self.c_str(), O_RDWR | O_CLOEXEC);
     Segment* s = nullptr;
-    if (fd < 0 || !ofd_lock(fd, F_RDLCK, kInUseByte, true) || !(s = map_fd(fd, kSize))) {
+    if (fd < 0 || !ofd_lock(fd, F_RDLCK, kInUseByte, true) || !(s = map_fd(fd, size_))) {
         error =
             fail(SegmentError::Kind::System, errno_text("cannot map shared segment", shm_name_));
         if (fd >= 0) ::close(fd);
         return {};
     }
-    return SegmentMapping(s, fd, shm_name_);
+    return SegmentMapping(s, size_, fd, shm_name_);
 }
 
 bool SegmentMapping::unlink(const SegmentOptions& options, std::string& message) {
@@ -387,9 +433,10 @@ void SegmentMapping::reset() {
     // A fork() child shares its parent's open file description (and locks):
     // only the process that opened the mapping leaves through it.
     if (segment_ && fd_ >= 0 && !shm_name_.empty() && owner_ == ::getpid()) leave();
-    if (segment_) ::munmap(segment_, kSize);
+    if (segment_) ::munmap(segment_, size_);
     if (fd_ >= 0) ::close(fd_);
     segment_ = nullptr;
+    size_ = 0;
     fd_ = -1;
 }
 
@@ -398,13 +445,15 @@ SegmentMapping::~SegmentMapping() {
 }
 
 SegmentMapping::SegmentMapping(SegmentMapping&& o) noexcept
-    : segment_(std::exchange(o.segment_, nullptr)), fd_(std::exchange(o.fd_, -1)),
+    : segment_(std::exchange(o.segment_, nullptr)), size_(std::exchange(o.size_, 0)),
+      fd_(std::exchange(o.fd_, -1)),
       shm_name_(std::move(o.shm_name_)), owner_(o.owner_) {}
 
 SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
     if (this != &o) {
         reset();
         segment_ = std::exchange(o.segment_, nullptr);
+        size_ = std::exchange(o.size_, 0);
         fd_ = std::exchange(o.fd_, -1);
         shm_name_ = std::move(o.shm_name_);
         owner_ = o.owner_;

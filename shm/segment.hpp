@@ -22,6 +22,10 @@ struct SegmentOptions {
     std::string name = "coexec"; // shared_memory.name
     Isolation isolation = Isolation::User;
     bool create = true; // false: attach to an existing segment only
+    // CPU slots a segment this open creates has room for (1..kMaxCpus); 0:
+    // the node's CPUs (sysconf(_SC_NPROCESSORS_CONF)), up to kMaxCpus. A
+    // segment that exists keeps the size it was created with.
+    int32_t cpu_slots = 0;
     // Runs once, under the creation lock, on a freshly zeroed segment (after
     // the header's fixed fields are set and before the magic is published).
     std::function<void(Segment&)> initialize;
@@ -30,6 +34,19 @@ struct SegmentOptions {
 // The POSIX shm name for these options ("/coexec.<name>.u<uid>" and so on);
 // empty for Isolation::Process, which has no name.
 std::string segment_shm_name(const SegmentOptions& options);
+
+// How many CPU slots a segment created with these options has.
+int32_t cpu_slots_for(const SegmentOptions& options);
+
+// Sizes a segment of segment_layout(cpus).total bytes for `cpus` CPU slots
+// (Header::total_size and max_cpus) and places its per-CPU arrays. Part of
+// creating a segment; tests use it to plant segments of their own.
+void lay_out(Segment& segment, int32_t cpus);
+
+// Whether a segment's per-CPU arrays are where its size (Header::max_cpus)
+// puts them: every process indexes them without further checks, so each
+// mapping checks this first.
+bool placed_by_layout(const Segment& segment);
 
 // Parses "process", "user", "group" or "public".
 bool parse_isolation(const std::string& text, Isolation& out);
@@ -81,10 +98,11 @@ class SegmentMapping {
     Segment* operator->() const { return segment_; }
     explicit operator bool() const { return segment_ != nullptr; }
     const std::string& shm_name() const { return shm_name_; }
+    size_t size() const { return size_; }
 
   private:
-    SegmentMapping(Segment* s, int fd, std::string name)
-        : segment_(s), fd_(fd), shm_name_(std::move(name)), owner_(::getpid()) {}
+    SegmentMapping(Segment* s, size_t size, int fd, std::string name)
+        : segment_(s), size_(size), fd_(fd), shm_name_(std::move(name)), owner_(::getpid()) {}
     void reset();
     // Whether the name still refers to this segment. Call with the
     // creation lock held.
@@ -98,6 +116,7 @@ class SegmentMapping {
     // only departing ones).
     void leave() const;
     Segment* segment_ = nullptr;
+    size_t size_ = 0; // bytes mapped
     int fd_ = -1;
     std::string shm_name_;
     pid_t owner_ = 0; // the process that made the mapping

@@ -9,13 +9,12 @@ namespace {
 
 // Counts fixed at creation that every reader uses as loop bounds.
 std::string header_problem(const shm::Header& h) {
-    if (h.cpu_count < 0 || h.cpu_count > shm::kMaxCpus)
+    if (h.cpu_count < 0 || h.cpu_count > h.max_cpus)
         return "its CPU count " + std::to_string(h.cpu_count) + " is out of range";
     if (h.numa_count < 0 || h.numa_count > shm::kMaxNuma)
         return "its NUMA node count " + std::to_string(h.numa_count) + " is out of range";
     if (h.cpu_count > 0 && h.numa_count == 0) return "it has CPUs but no NUMA node";
-    if (h.max_procs != shm::kMaxProcs || h.max_threads != shm::kMaxThreads ||
-        h.max_cpus != shm::kMaxCpus)
+    if (h.max_procs != shm::kMaxProcs || h.max_threads != shm::kMaxThreads)
         return "its table sizes do not match this coexec";
     return {};
 }

@@ -79,11 +79,16 @@ int32_t listed_pid(const shm::ProcSlot& p) {
     return pid > 0 ? pid : 0;
 }
 
-// The header's CPU count when it is in range, else 0 (no CPU rows).
-// open_existing() refuses such a header, but the snapshot does not rely on
-// it: whatever bytes the segment holds, every read stays in bounds.
-int checked_cpu_count(const shm::Header& h) {
-    return h.cpu_count >= 0 && h.cpu_count <= shm::kMaxCpus ? h.cpu_count : 0;
+// The header's CPU count when it is in range and the CPU slots are where
+// the segment's size puts them, else 0 (no CPU rows). open_existing()
+// refuses such a segment, but the snapshot does not rely on it: whatever
+// bytes the segment holds, every read stays in bounds.
+int checked_cpu_count(const shm::Segment& s) {
+    const shm::Header& h = s.header;
+    const bool sized = h.max_cpus >= 1 && h.max_cpus <= shm::kMaxCpus &&
+                       h.total_size == shm::segment_layout(h.max_cpus).total &&
+                       shm::placed_by_layout(s);
+    return sized && h.cpu_count >= 0 && h.cpu_count <= h.max_cpus ? h.cpu_count : 0;
 }
 
 // The header's NUMA node count when it is in range, else 0 (no CPU's node
@@ -142,7 +147,7 @@ ProcRow proc_row(scheduler::SharedScheduler& sched, int slot, int32_t pid, uint6
     // its end, normally past `now`. A class above the CPU time is then
     // damage (or a rarer race), shown as unknown.
     // SharedScheduler walks header.cpu_count CPUs: only with a sane count.
-    if (checked_cpu_count(sched.segment().header) == sched.cpu_count()) {
+    if (checked_cpu_count(sched.segment()) == sched.cpu_count()) {
         row.label_time_ns = sched.cpu_time().by_label_ns(slot, now);
         row.cpu_time_ns = sched.cpu_time().total_ns(slot, now);
     } else {
@@ -185,7 +190,7 @@ SegmentInfo segment_info(const shm::Segment& s, const std::string& shm_name, uin
     for (const auto& t : s.threads)
         if (t.state.load(rlx) != shm::ThreadState::Unused) ++info.threads_used;
     const int32_t unheld = h.unheld_cpus.load(rlx);
-    info.unheld_cpus_known = unheld >= 0 && unheld <= checked_cpu_count(h);
+    info.unheld_cpus_known = unheld >= 0 && unheld <= checked_cpu_count(s);
     info.unheld_cpus = info.unheld_cpus_known ? unheld : 0;
     info.recoveries = h.recoveries.load(rlx);
     const uint32_t recorders = h.trace_recorders.load(rlx);
@@ -203,7 +208,7 @@ std::vector<CpuRow> cpu_table(const shm::Segment& s, uint64_t now) {
     std::vector<CpuRow> previous;
     for (int pass = 0; pass < kMaxPasses; ++pass) {
         std::vector<CpuRow> rows;
-        for (int c = 0, n = checked_cpu_count(s.header); c < n; ++c)
+        for (int c = 0, n = checked_cpu_count(s); c < n; ++c)
             rows.push_back(cpu_row(s, c, now));
         if (rows == previous) break;
         previous = std::move(rows);

@@ -59,7 +59,7 @@ TraceKind kind_for_held(CpuState st) {
 } // namespace
 
 TraceRecorder::TraceRecorder(Segment& segment, std::string shm_name)
-    : sched_(segment), readers_(kTraceRings) {
+    : sched_(segment), readers_(size_t(trace_ring_count(segment.header))) {
     rec_.shm_name = std::move(shm_name);
     Segment& s = segment;
     scheduler::WakeList wakes;
@@ -71,8 +71,8 @@ TraceRecorder::TraceRecorder(Segment& segment, std::string shm_name)
         if (!on_)
             throw std::runtime_error("already " + std::to_string(kMaxRecorders) +
                                      " coexec record processes recording this segment");
-        for (int r = 0; r < kTraceRings; ++r)
-            readers_[size_t(r)].start(s.traces[r]);
+        for (size_t r = 0; r < readers_.size(); ++r)
+            readers_[r].start(s.traces[std::ptrdiff_t(r)]);
         rec_.start_ns = now_ns();
         const Header& h = s.header;
         const int alive = std::clamp(h.alive_count, 0, kMaxProcs);
@@ -88,7 +88,7 @@ TraceRecorder::TraceRecorder(Segment& segment, std::string shm_name)
             std::memcpy(e.label.data(), s.procs[p].name, kNameSize);
             rec_.events.push_back(e);
         }
-        const int cpus = std::clamp(h.cpu_count, 0, kMaxCpus);
+        const int cpus = std::clamp(h.cpu_count, 0, h.max_cpus);
         for (int c = 0; c < cpus; ++c) {
             const CpuSlot& cpu = s.cpus[c];
             const TraceKind kind = kind_for_held(cpu.state.load(rlx));
@@ -128,13 +128,14 @@ void TraceRecorder::switch_off() {
 void TraceRecorder::poll() {
     const size_t before = rec_.events.size();
     Segment& s = sched_.segment();
-    for (int r = 0; r < kTraceRings; ++r) {
+    const int32_t process_ring = process_trace_ring(s.header);
+    for (int32_t r = 0; r < int32_t(readers_.size()); ++r) {
         const size_t from = rec_.events.size();
         readers_[size_t(r)].poll(s.traces[r], rec_.events);
         // A CPU ring's records are about its CPU, whatever a corrupt
         // record says.
         for (size_t i = from; i < rec_.events.size(); ++i)
-            rec_.events[i].cpu = r == kProcessTraceRing ? kNone : r;
+            rec_.events[i].cpu = r == process_ring ? kNone : r;
     }
     name_new_threads(before);
 }
@@ -179,7 +180,7 @@ Recording TraceRecorder::finish() {
         if (p >= 0 && p < kMaxProcs)
             rec_.process_names.try_emplace(s.procs[p].pid, field_text(s.procs[p].name));
     }
-    const int cpus = std::clamp(s.header.cpu_count, 0, kMaxCpus);
+    const int cpus = std::clamp(s.header.cpu_count, 0, s.header.max_cpus);
     for (int c = 0; c < cpus; ++c)
         rec_.cpu_system_ids.push_back(s.cpus[c].system_id);
     for (auto& r : readers_) {

@@ -47,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <utility>
@@ -127,6 +128,7 @@ class Bench {
     Bench(const Shape& shape, pid_t dead) : shape_(shape), dead_pid_(dead) {
         shm::SegmentOptions o;
         o.isolation = shm::Isolation::Process;
+        o.cpu_slots = shape.cpus;
         const Discovery found = synthetic_topology(shape);
         o.initialize = [&found](shm::Segment& s) {
             shm::SegmentConfig config{};
@@ -207,7 +209,7 @@ class Bench {
 
     // Counts `delta` items of ready work of `proc`, runnable anywhere, as
     // its queue does (scheduler::Demand).
-    void add_ready(int32_t proc, int delta) { Demand(seg().procs[proc]).add({}, delta); }
+    void add_ready(int32_t proc, int delta) { Demand(seg(), proc).add({}, delta); }
 
     // `thread` announces a sleep on its word, as a waiting thread does
     // before FUTEX_WAIT (ProcessTable::wait_word()): a move of the word then
@@ -618,6 +620,64 @@ double clock_read_ns() {
     return summarize(per_read).median;
 }
 
+// What creating a segment for N CPU slots costs, as the first process to
+// enter creates one: a named segment in /dev/shm, opened with an
+// initializer that lays out the CPU table (SegmentMapping::open()), then
+// its name removed again. Its size, the memory the creation allocated
+// (st_blocks: tmpfs allocates a page when it is first written), and the
+// median time of the open over `reps` creations, with min and max.
+struct Creation {
+    size_t bytes = 0;
+    size_t allocated = 0;
+    coexec::bench::Summary ns;
+};
+
+Creation measure_creation(int n, int reps) {
+    const Discovery found = synthetic_topology({n, 1, 1});
+    shm::SegmentOptions o;
+    o.name = "bench-create." + std::to_string(::getpid());
+    o.cpu_slots = n;
+    o.initialize = [&found](shm::Segment& s) {
+        shm::SegmentConfig config{};
+        config.quantum_ns = Bench::kQuantumNs;
+        SharedScheduler(s).format_unpublished(found, config);
+    };
+    const std::string path = "/dev/shm" + shm::segment_shm_name(o);
+    Creation c;
+    std::vector<double> ns;
+    for (int i = 0; i < reps; ++i) {
+        shm::SegmentError e;
+        const uint64_t start = now_ns();
+        shm::SegmentMapping m = shm::SegmentMapping::open(o, e);
+        const uint64_t end = now_ns();
+        if (!m) fail("cannot create segment " + path + ": " + e.message);
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) fail("cannot stat " + path);
+        c.bytes = size_t(st.st_size);
+        c.allocated = size_t(st.st_blocks) * 512;
+        if (!m.remove_if_last()) fail("cannot remove " + path);
+        ns.push_back(double(end - start));
+    }
+    c.ns = summarize(ns);
+    return c;
+}
+
+void print_creation(const std::vector<int>& cpu_counts, int reps) {
+    std::printf("\nsegment creation (named, in /dev/shm, CPU table laid out; %d creations each, "
+                "median [min-max])\n",
+                reps);
+    std::printf("%5s %12s %12s %24s\n", "N", "size KiB", "alloc KiB", "create us");
+    for (int n : cpu_counts) {
+        if (n > shm::kMaxCpus) continue;
+        const Creation c = measure_creation(n, reps);
+        char us[64];
+        std::snprintf(us, sizeof us, "%.0f [%.0f-%.0f]", c.ns.median / 1e3, c.ns.min / 1e3,
+                      c.ns.max / 1e3);
+        std::printf("%5d %12zu %12zu %24s\n", n, c.bytes / 1024, c.allocated / 1024, us);
+    }
+    std::printf("\n");
+}
+
 struct Options {
     bool quick = false;
     Budget budget;
@@ -687,11 +747,11 @@ int main(int argc, char** argv) {
                 "of a sleeper (futex_wake finds none), /proc look-ups (reap)\n");
     for (int n : cpu_counts)
         if (n > shm::kMaxCpus)
-            std::printf("N=%d: NOT RUN: the segment has room for shm::kMaxCpus = %d CPU slots (a "
-                        "fixed array in shm/layout.hpp); N=%d cannot be formatted until the "
-                        "segment is sized at creation\n",
-                        n, shm::kMaxCpus, n);
-    std::printf("\n%5s %4s %3s  %-12s %10s %10s %8s %8s\n", "N", "P", "K", "operation", "ns/op",
+            std::printf("N=%d: NOT RUN: a segment has room for at most shm::kMaxCpus = %d CPU "
+                        "slots\n",
+                        n, shm::kMaxCpus);
+    print_creation(cpu_counts, o.quick ? 5 : 31);
+    std::printf("%5s %4s %3s  %-12s %10s %10s %8s %8s\n", "N", "P", "K", "operation", "ns/op",
                 "hold ns", "x N=2", "samples");
 
     auto ops = all_operations();

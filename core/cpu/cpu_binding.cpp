@@ -87,10 +87,8 @@ void CpuBinding::bind_to(ThreadContext& self, int32_t cpu) {
 }
 
 void CpuBinding::pin_self(int32_t system_cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(system_cpu, &one);
-    scheduler::kernel_set_affinity(0, sizeof one, &one);
+    scheduler::CpuMask one;
+    if (one.set(system_cpu)) one.apply(0);
 }
 
 void CpuBinding::forget(ThreadContext& self) {

@@ -111,6 +111,16 @@ int Membership::enter(const config::Config& config, std::string& why) {
             // process's view.
             scheduler::Discovery found;
             discovered = scheduler::discover_cpus(config.binding, found, why);
+            if (discovered && found.cpus.size() > size_t(segment().header.max_cpus)) {
+                // A segment created with fewer CPU slots than this view
+                // names (by a process that saw fewer CPUs): refused, never
+                // cut short.
+                why = std::to_string(found.cpus.size()) + " CPUs to manage (" + found.origin +
+                      "), but shared segment " + mapping_.shm_name() + " was created for " +
+                      std::to_string(segment().header.max_cpus) +
+                      "; remove it with `coexec reset --force` when no process uses it";
+                discovered = false;
+            }
             if (discovered) sched.format(found, settings);
         }
         if (!corrupt && discovered)

@@ -208,7 +208,7 @@ int Runtime::start(bool quiet) {
 
 void Runtime::monitor_main() {
     Segment& s = *segment();
-    scheduler::Demand demand(s.procs[proc()]);
+    scheduler::Demand demand(s, proc());
     // While this thread runs, the process is the member that registered;
     // an execve() ends it (MemberWatch).
     sched().watch().monitor_started(proc(), ::gettid());

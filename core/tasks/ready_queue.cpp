@@ -103,8 +103,8 @@ int ReadyQueue::Fifo::top_priority() const {
     return INT_MIN;
 }
 
-ReadyQueue::ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes)
-    : demand_(counters), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
+ReadyQueue::ReadyQueue(shm::Segment& segment, int32_t proc, int cpus, int numa_nodes)
+    : demand_(segment, proc), strict_cpu_(size_t(cpus)), preferred_cpu_(size_t(cpus)),
       strict_numa_(size_t(numa_nodes)), preferred_numa_(size_t(numa_nodes)), cpus_(cpus) {}
 
 ReadyQueue::Fifo& ReadyQueue::fifo_for(const nosv_task* task, const Placement& w) {

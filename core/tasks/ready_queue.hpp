@@ -20,7 +20,7 @@ namespace coexec::core {
 
 class ReadyQueue {
   public:
-    ReadyQueue(shm::ProcSlot& counters, int cpus, int numa_nodes);
+    ReadyQueue(shm::Segment& segment, int32_t proc, int cpus, int numa_nodes);
 
     // Queues `task` with `where`; `front` puts it ahead of its priority peers.
     void push(nosv_task* task, const scheduler::Placement& where, bool front);

@@ -21,7 +21,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
 void ReadyWork::open() {
-    queue_ = std::make_unique<ReadyQueue>(segment()->procs[proc()], member_.cpu_count(),
+    queue_ = std::make_unique<ReadyQueue>(*segment(), proc(), member_.cpu_count(),
                                           member_.numa_count());
 }
 

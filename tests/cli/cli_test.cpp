@@ -494,12 +494,16 @@ TEST_F(CliTest, OtherVersionSegmentGivesClearError) {
 }
 
 TEST_F(CliTest, OutOfRangeCountsAreRefused) {
-    std::string bytes(sizeof(shm::Segment), '\0');
-    auto* header = reinterpret_cast<shm::Header*>(bytes.data());
+    // A segment of the right shape for 2 CPU slots whose CPU count is not.
+    std::string bytes(shm::segment_layout(2).total, '\0');
+    auto* s = reinterpret_cast<shm::Segment*>(bytes.data());
+    shm::lay_out(*s, 2);
+    shm::Header* header = &s->header;
     header->magic.store(shm::kMagic);
     header->abi_version = shm::kAbiVersion;
-    header->total_size = sizeof(shm::Segment);
-    header->cpu_count = shm::kMaxCpus + 1000;
+    header->max_procs = shm::kMaxProcs;
+    header->max_threads = shm::kMaxThreads;
+    header->cpu_count = 2 + 1000;
     plant_segment(bytes);
     expect_clean_failure(cli({"top", "--once"}), "corrupt");
 }

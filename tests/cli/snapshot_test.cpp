@@ -3,12 +3,14 @@
 // such headers before reading, see CliTest.OutOfRangeCountsAreRefused; the
 // snapshot does not rely on that.) Regressions found by tests/fuzz.
 #include "shm/liveness.hpp"
+#include "shm/segment.hpp"
 #include "tools/snapshot.hpp"
 #include "tools/views.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -21,9 +23,17 @@ using namespace coexec;
 namespace {
 
 // A zeroed segment on the heap (2.4 MiB: too big for the stack).
-std::unique_ptr<shm::Segment> zeroed_segment() {
-    auto s = std::make_unique<shm::Segment>();
-    std::memset(static_cast<void*>(s.get()), 0, sizeof *s);
+// A zeroed segment on the heap with room for 8 CPU slots (so ASan sees a
+// read past them).
+struct FreeSegment {
+    void operator()(shm::Segment* s) const { std::free(s); }
+};
+std::unique_ptr<shm::Segment, FreeSegment> zeroed_segment() {
+    constexpr size_t size = shm::segment_layout(8).total;
+    std::unique_ptr<shm::Segment, FreeSegment> s{
+        static_cast<shm::Segment*>(std::aligned_alloc(64, size))};
+    std::memset(static_cast<void*>(s.get()), 0, size);
+    shm::lay_out(*s, 8);
     return s;
 }
 

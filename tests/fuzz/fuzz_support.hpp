@@ -22,8 +22,12 @@ namespace coexec::fuzz {
 
 // One Segment-sized buffer per process, reused by every input (6.5 MiB:
 // allocating it per input would dominate the run time).
+// Room for this many CPU slots after the fixed part.
+inline constexpr int32_t kScratchCpus = 64;
+inline constexpr size_t kScratchSize = shm::segment_layout(kScratchCpus).total;
+
 inline shm::Segment& scratch_segment() {
-    static shm::Segment* segment = new shm::Segment;
+    static shm::Segment* segment = static_cast<shm::Segment*>(std::aligned_alloc(64, kScratchSize));
     return *segment;
 }
 
@@ -34,17 +38,23 @@ inline shm::Segment& segment_from(const uint8_t* data, size_t size) {
     shm::Segment& s = scratch_segment();
     auto* bytes = reinterpret_cast<unsigned char*>(static_cast<void*>(&s));
     if (size == 0) {
-        std::memset(bytes, 0, sizeof s);
+        std::memset(bytes, 0, kScratchSize);
         return s;
     }
-    size_t filled = std::min(size, sizeof s);
+    size_t filled = std::min(size, kScratchSize);
     std::memcpy(bytes, data, filled);
-    // Doubling copies: log(sizeof s / size) memcpy calls.
-    while (filled < sizeof s) {
-        size_t n = std::min(filled, sizeof s - filled);
+    // Doubling copies: log(kScratchSize / size) memcpy calls.
+    while (filled < kScratchSize) {
+        size_t n = std::min(filled, kScratchSize - filled);
         std::memcpy(bytes + filled, bytes, n);
         filled += n;
     }
+    // A real mapping is as large as its header's max_cpus says (every
+    // opener checks); this one has room for kScratchCpus. A claim of more
+    // that is in range becomes kScratchCpus, so that a segment the readers
+    // accept never sends them past the allocation.
+    if (s.header.max_cpus > kScratchCpus && s.header.max_cpus <= shm::kMaxCpus)
+        s.header.max_cpus = kScratchCpus;
     return s;
 }
 

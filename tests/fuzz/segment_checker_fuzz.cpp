@@ -173,16 +173,19 @@ std::optional<Needle> expected(Field f, int32_t slot, uint64_t value) {
         return Needle{{"header: bad magic " + shown_v}};
     case Field::AbiVersion:
         return Needle{{"header: ABI version " + shown_v}};
+    case Field::MaxCpus:
+        // Out of range, or in range and then not what total_size lays out.
+        return Needle{{"header: max_cpus " + shown_v + " is not in"},
+                      {"header: total_size ", " for max_cpus " + shown_v}};
     case Field::HeaderSize:
     case Field::TotalSize:
-    case Field::MaxCpus:
     case Field::MaxProcs:
     case Field::MaxThreads:
     case Field::MaxNuma:
         return Needle{
             {"header: " + std::string(field_name(f).name) + " " + shown_v + ", expected"}};
     case Field::CpuCount:
-        if (out_of(1, shm::kMaxCpus))
+        if (out_of(1, s.header.max_cpus))
             return Needle{{"header: cpu_count " + shown_v + " is not in"}};
         return std::nullopt;
     case Field::NumaCount:
@@ -373,7 +376,7 @@ uint64_t known_invalid(Field f, int32_t slot, uint32_t raw) {
     case Field::MaxNuma:
         return sound + 1 + uint64_t(r);
     case Field::CpuCount:
-        return beyond(1, shm::kMaxCpus);
+        return beyond(1, sound_segment().header.max_cpus);
     case Field::NumaCount:
         return beyond(1, shm::kMaxNuma);
     case Field::ProcsUsed:
@@ -509,7 +512,7 @@ bool header_always_named(Field f, uint64_t value) {
     case Field::MaxNuma:
         return true;
     case Field::CpuCount: // 0 is a fresh segment's, if alive_count is 0 too
-        return v < 0 || v > shm::kMaxCpus;
+        return v < 0 || v > sound_segment().header.max_cpus;
     case Field::NumaCount:
         return v < 0 || v > shm::kMaxNuma;
     case Field::AliveCount:

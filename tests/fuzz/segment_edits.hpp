@@ -27,6 +27,7 @@
 #include "scheduler/shared_scheduler.hpp"
 #include "shm/clock.hpp"
 #include "shm/liveness.hpp"
+#include "shm/segment.hpp"
 
 #include <array>
 #include <cstdint>
@@ -555,14 +556,15 @@ inline shm::Segment& sound_segment() {
     static shm::Segment* built = []() COEXEC_NO_THREAD_SAFETY_ANALYSIS {
         using namespace shm;
         using scheduler::Placement;
-        auto* s = new Segment;
-        std::memset(static_cast<void*>(s), 0, sizeof *s);
+        // Room for the six CPUs below.
+        constexpr size_t size = segment_layout(6).total;
+        auto* s = static_cast<Segment*>(std::aligned_alloc(64, size));
+        std::memset(static_cast<void*>(s), 0, size);
+        lay_out(*s, 6);
         Header& h = s->header;
         h.magic.store(kMagic);
         h.abi_version = kAbiVersion;
         h.header_size = sizeof(Header);
-        h.total_size = sizeof(Segment);
-        h.max_cpus = kMaxCpus;
         h.max_procs = kMaxProcs;
         h.max_threads = kMaxThreads;
         h.max_numa = kMaxNuma;

@@ -89,6 +89,7 @@ class InvariantsTest : public ::testing::Test {
     void SetUp() override {
         SegmentOptions o;
         o.isolation = Isolation::Process;
+        o.cpu_slots = 2;
         o.initialize = format_two_cpus;
         SegmentError e;
         map_ = SegmentMapping::open(o, e);
@@ -499,17 +500,25 @@ TEST_F(InvariantsTest, BadHeader) {
     h.magic.store(1);
     h.abi_version = kAbiVersion + 1;
     h.max_threads = 4;
-    h.cpu_count = kMaxCpus + 1;
+    h.cpu_count = h.max_cpus + 1;
     h.numa_count = 0;
     h.alive_count = -1;
     auto found = check_invariants(seg());
     for (const char* needle :
          {"header: bad magic 1", "header: ABI version", "header: max_threads 4, expected 8192",
-          "header: cpu_count 257 is not in 1..256", "header: numa_count 0 is not in 1..64",
+          "header: cpu_count 3 is not in 1..2", "header: numa_count 0 is not in 1..64",
           "header: alive_count -1 is not in 0..512"})
         EXPECT_TRUE(reports(found, needle)) << needle << joined(found);
     h.cpu_count = 0;
-    EXPECT_REPORTS(seg(), "header: cpu_count 0 is not in 1..256");
+    EXPECT_REPORTS(seg(), "header: cpu_count 0 is not in 1..2");
+    h.max_cpus = kMaxCpus + 1;
+    EXPECT_REPORTS(seg(), "header: max_cpus 4097 is not in 1..4096");
+    h.max_cpus = 3;
+    EXPECT_REPORTS(seg(), "header: total_size " + std::to_string(h.total_size) + ", expected " +
+                              std::to_string(segment_layout(3).total) + " for max_cpus 3");
+    h.max_cpus = 2;
+    seg().cpus.place(&seg().cpus[1]);
+    EXPECT_REPORTS(seg(), "header: the per-CPU arrays are not where max_cpus 2 puts them");
 }
 
 TEST_F(InvariantsTest, ManyViolationsAreCapped) {
@@ -522,15 +531,19 @@ TEST_F(InvariantsTest, ManyViolationsAreCapped) {
 
 // ---- arbitrary bytes -----------------------------------------------------------
 
-// A Segment on the heap (so ASan sees reads past its end) overwritten with
-// words from `fill`, as another process could have written them.
+// A segment with room for kSlots CPU slots on the heap (so ASan sees reads
+// past its end) overwritten with words from `fill`, as another process
+// could have written them.
 class RandomSegment {
   public:
+    static constexpr int32_t kSlots = 64;
     template <class Word>
     void fill(Word word) {
-        for (auto& w : words_)
-            w = word();
-        std::memcpy(static_cast<void*>(segment_.get()), words_.data(), sizeof(Segment));
+        auto* bytes = reinterpret_cast<char*>(segment_.get());
+        for (size_t at = 0; at + sizeof(uint32_t) <= kSize; at += sizeof(uint32_t)) {
+            const uint32_t w = word();
+            std::memcpy(bytes + at, &w, sizeof w);
+        }
     }
     // A header that passes the fixed-field checks, so the deeper passes
     // walk the random tables.
@@ -539,8 +552,7 @@ class RandomSegment {
         h.magic.store(kMagic);
         h.abi_version = kAbiVersion;
         h.header_size = sizeof(Header);
-        h.total_size = sizeof(Segment);
-        h.max_cpus = kMaxCpus;
+        lay_out(*segment_, kSlots);
         h.max_procs = kMaxProcs;
         h.max_threads = kMaxThreads;
         h.max_numa = kMaxNuma;
@@ -550,8 +562,11 @@ class RandomSegment {
     const Segment& get() const { return *segment_; }
 
   private:
-    std::unique_ptr<Segment> segment_ = std::make_unique<Segment>();
-    std::vector<uint32_t> words_ = std::vector<uint32_t>(sizeof(Segment) / sizeof(uint32_t));
+    static constexpr size_t kSize = segment_layout(kSlots).total;
+    struct Free {
+        void operator()(Segment* s) const { std::free(s); }
+    };
+    std::unique_ptr<Segment, Free> segment_{static_cast<Segment*>(std::aligned_alloc(64, kSize))};
 };
 
 void expect_well_formed(const std::vector<std::string>& found, uint64_t seed) {
@@ -578,7 +593,7 @@ TEST(InvariantsOnRandomBytes, PlausibleHeaderAndSmallIndices) {
         std::mt19937 rng{uint32_t(seed)};
         const uint32_t span = std::array<uint32_t, 4>{3, 8, 600, 9000}[seed % 4];
         seg.fill([&] { return uint32_t(int32_t(rng() % span) - 1); });
-        seg.plausible_header(int32_t(1 + seed % kMaxCpus));
+        seg.plausible_header(int32_t(1 + seed % RandomSegment::kSlots));
         expect_well_formed(check_invariants(seg.get()), seed);
     }
 }
@@ -588,6 +603,7 @@ TEST(InvariantsOnRandomBytes, SoundSegmentWithRandomDamage) {
     // finds something or nothing, but never misbehaves.
     SegmentOptions o;
     o.isolation = Isolation::Process;
+    o.cpu_slots = 2;
     o.initialize = format_two_cpus;
     SegmentError e;
     for (uint64_t seed = 0; seed < 200; ++seed) {
@@ -636,6 +652,7 @@ TEST(InvariantsAtAttach, ACorruptSegmentIsRefusedAtInit) {
     test::ScopedSegment scoped;
     SegmentOptions o = scoped.options();
     o.create = true;
+    o.cpu_slots = 2;
     o.initialize = format_two_cpus;
     SegmentError e;
     SegmentMapping map = SegmentMapping::open(o, e);

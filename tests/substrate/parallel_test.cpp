@@ -451,7 +451,7 @@ TEST(Memory, ReportsTheSegmentsUseAndSize) {
     ASSERT_EQ(nosv_memory_get_size(&size), NOSV_SUCCESS);
     ASSERT_EQ(nosv_memory_get_used(&used), NOSV_SUCCESS);
     ASSERT_EQ(nosv_memory_get_pressure(&pressure), NOSV_SUCCESS);
-    EXPECT_EQ(size, sizeof(shm::Segment));
+    EXPECT_EQ(size, shm::segment_layout(shm::cpu_slots_for(shm::SegmentOptions{})).total);
     EXPECT_GT(used, sizeof(shm::Header)); // this process and its threads at least
     EXPECT_LT(used, size);
     EXPECT_GT(pressure, 0.0f);

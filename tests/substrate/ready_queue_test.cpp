@@ -3,6 +3,7 @@
 #include "core/runtime/spin_lock.hpp"
 #include "core/runtime/thread_context.hpp"
 #include "core/tasks/ready_queue.hpp"
+#include "shm/segment.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,9 +20,21 @@ using namespace coexec::core;
 using coexec::scheduler::Placement;
 
 namespace {
+// A process-private segment with 2 CPU slots: the queue's counters are
+// process slot 0's.
+coexec::shm::SegmentMapping two_cpu_segment() {
+    coexec::shm::SegmentOptions o;
+    o.isolation = coexec::shm::Isolation::Process;
+    o.cpu_slots = 2;
+    coexec::shm::SegmentError e;
+    return coexec::shm::SegmentMapping::open(o, e);
+}
+
 struct QueueTest : ::testing::Test {
-    std::unique_ptr<coexec::shm::ProcSlot> slot = std::make_unique<coexec::shm::ProcSlot>();
-    ReadyQueue q{*slot, 2, 1};
+    coexec::shm::SegmentMapping segment = two_cpu_segment();
+    coexec::shm::ProcSlot* slot = &segment->procs[0];
+    std::atomic<int64_t>* ready_cpu = coexec::shm::ready_cpu_row(*segment.get(), 0);
+    ReadyQueue q{*segment.get(), 0, 2, 1};
     nosv_task tasks[6];
     nosv_task* t(int i, int prio = 0) {
         tasks[i].priority = prio;
@@ -53,7 +66,7 @@ TEST_F(QueueTest, RemoveTakesOneTaskOutAndUncountsIt) {
     q.push(t(2), {}, false);
     tasks[1].priority = 3; // changed while queued: still found
     EXPECT_TRUE(q.remove(&tasks[1], on1));
-    EXPECT_EQ(slot->ready_cpu[1].load(), 0);
+    EXPECT_EQ(ready_cpu[1].load(), 0);
     EXPECT_EQ(slot->ready_total.load(), 2);
     EXPECT_TRUE(q.remove(&tasks[2], {}));
     EXPECT_FALSE(q.remove(&tasks[2], {}));
@@ -71,11 +84,11 @@ TEST_F(QueueTest, UnlockedGoesFirstAmongEqualPriority) {
 TEST_F(QueueTest, StrictCpuWorkStaysOnItsCpu) {
     Placement on1{Placement::Kind::Cpu, 1, true};
     q.push(t(0), on1, false);
-    EXPECT_EQ(slot->ready_cpu[1].load(), 1);
+    EXPECT_EQ(ready_cpu[1].load(), 1);
     EXPECT_EQ(slot->ready_any.load(), 0);
     EXPECT_EQ(q.pop(0, 0), nullptr);
     EXPECT_EQ(q.pop(1, 0), &tasks[0]);
-    EXPECT_EQ(slot->ready_cpu[1].load(), 0);
+    EXPECT_EQ(ready_cpu[1].load(), 0);
 }
 
 TEST_F(QueueTest, PreferredWorkIsStolenByAnIdleCpu) {
@@ -92,7 +105,7 @@ TEST_F(QueueTest, APreemptedTaskPrefersItsCpuAndMayRunOnAnother) {
     q.push(t(0), {Placement::Kind::Cpu, 0, true}, false);
     q.push_preempted(t(1), 0);
     EXPECT_EQ(slot->ready_any.load(), 1); // demand for any CPU
-    EXPECT_EQ(slot->ready_cpu[0].load(), 1);
+    EXPECT_EQ(ready_cpu[0].load(), 1);
     EXPECT_EQ(q.pop(1, 0), &tasks[1]); // CPU 1 has nothing of its own
     EXPECT_EQ(q.pop(1, 0), nullptr);   // the strict task stays on CPU 0
     EXPECT_EQ(q.pop(0, 0), &tasks[0]);
@@ -233,8 +246,9 @@ TEST_F(QueueTest, UnplacedPushesKeepOrderAndPriorityWithLockedPushes) {
 // the runtime does: every task comes out exactly once, each submitter's in
 // its own order, and the counters end at zero.
 TEST(ReadyQueueConcurrency, LockFreeSubmittersLoseNothing) {
-    auto slot = std::make_unique<coexec::shm::ProcSlot>();
-    ReadyQueue q{*slot, 2, 1};
+    coexec::shm::SegmentMapping segment = two_cpu_segment();
+    coexec::shm::ProcSlot* slot = &segment->procs[0];
+    ReadyQueue q{*segment.get(), 0, 2, 1};
     constexpr int kProducers = 3, kPerProducer = 20000;
     std::vector<nosv_task> tasks(size_t(kProducers * kPerProducer));
     std::vector<std::thread> producers;

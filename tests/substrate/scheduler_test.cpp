@@ -23,6 +23,7 @@ class SchedulerTest : public ::testing::Test {
     void SetUp() override {
         SegmentOptions o;
         o.isolation = Isolation::Process;
+        o.cpu_slots = 2;
         o.initialize = [](Segment& s) {
             SegmentConfig config{};
             config.quantum_ns = 1'000'000'000; // long: tests drive time explicitly
@@ -132,7 +133,7 @@ TEST_F(SchedulerTest, FreeCpusGoOnlyToMembersThatCanRunWorkOnThem) {
     const int32_t poolless = add_process(); // work, no pool thread left
     add_ready(taker, 2);
     seg().procs[bound].ready_total += 1;
-    seg().procs[bound].ready_cpu[1] += 1;
+    shm::ready_cpu_row(seg(), bound)[1] += 1;
     add_ready(poolless, 1);
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
@@ -145,7 +146,7 @@ TEST_F(SchedulerTest, FreeCpusGoOnlyToMembersThatCanRunWorkOnThem) {
     EXPECT_EQ(seg().procs[poolless].running_cpus.load(), 0);
     // No member can take a CPU that comes free now: it stays Free.
     seg().procs[bound].ready_total -= 1;
-    seg().procs[bound].ready_cpu[1] -= 1;
+    shm::ready_cpu_row(seg(), bound)[1] -= 1;
     sched_->policy().release(1, w);
     sched_->policy().distribute_free(w);
     EXPECT_EQ(seg().cpus[1].state.load(), CpuState::Free);
@@ -285,7 +286,7 @@ TEST_F(SchedulerTest, WorkBoundToTheCpuIsNotPassedOver) {
     const auto [a, b, on_cpu0] = one_cpu_each();
     add_ready(a);
     map_->procs[b].ready_total += 1;
-    map_->procs[b].ready_cpu[0] += 1;
+    shm::ready_cpu_row(*map_.get(), b)[0] += 1;
     WakeList w;
     scheduler::SchedulerLock lock(*sched_, w);
     seg().cpus[0].turn_start_ns.store(now_ns() - 2'000'000'000ULL);
@@ -713,7 +714,7 @@ TEST_F(SchedulerTest, AWakeListThatOverflowsStillWakesEveryGrantee) {
     seg().threads[t].grant.store(0, std::memory_order_release);
     EXPECT_TRUE(ThreadWord::move(seg().threads[t].word)) << "the waiter announced no sleep";
     WakeList w;
-    for (int i = 0; i < kMaxCpus + 8; ++i)
+    for (size_t i = 0; i < WakeList::kCapacity; ++i)
         w.add(other);
     w.add(t);
     EXPECT_FALSE(w.empty());

@@ -3,12 +3,17 @@
 // liveness.
 #include "support.hpp"
 
+#include "scheduler/invariants.hpp"
+#include "scheduler/shared_scheduler.hpp"
 #include "shm/liveness.hpp"
 #include "shm/robust_mutex.hpp"
 
+#include <coexec/ext.h>
 #include <nosv.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -58,9 +63,10 @@ void expect_fresh(const SegmentMapping& m, const SegmentOptions& o) {
     ASSERT_TRUE(m);
     EXPECT_EQ(m->header.magic.load(), kMagic);
     EXPECT_EQ(m->header.abi_version, kAbiVersion);
-    EXPECT_EQ(m->header.total_size, sizeof(Segment));
+    EXPECT_EQ(m->header.max_cpus, cpu_slots_for(o));
+    EXPECT_EQ(m->header.total_size, segment_layout(cpu_slots_for(o)).total);
     EXPECT_EQ(m->header.alive_count, 0);
-    EXPECT_EQ(file_size(o), off_t(sizeof(Segment)));
+    EXPECT_EQ(file_size(o), off_t(m->header.total_size));
 }
 
 } // namespace
@@ -76,8 +82,8 @@ TEST(Segment, PerUserNameAndMode0600) {
     ASSERT_EQ(::stat(("/dev/shm" + m.shm_name()).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     EXPECT_EQ(m->header.abi_version, kAbiVersion);
-    EXPECT_EQ(m->header.max_cpus, kMaxCpus);
-    EXPECT_GE(kMaxCpus, 256);
+    EXPECT_EQ(m->header.max_cpus, ::sysconf(_SC_NPROCESSORS_CONF));
+    EXPECT_GE(kMaxCpus, 4096);
     EXPECT_GE(kMaxProcs, 512);
 }
 
@@ -278,10 +284,10 @@ TEST(Segment, EverySlotStartsAsZeroBytes) {
     EXPECT_TRUE(starts_as_zero_bytes<TraceRing>());
 }
 
-// The segment is sized for 512 processes, 8192 threads and the trace rings,
-// but starts as the zeros of a fresh file and is never written whole: a
-// member allocates the pages it uses, not 6.5 MiB (and never faults in the
-// rest at every start of an instance).
+// The segment is sized for 512 processes, 8192 threads, the node's CPUs and
+// their trace rings, but starts as the zeros of a fresh file and is never
+// written whole: a member allocates the pages it uses, not the whole
+// segment (and never faults in the rest at every start of an instance).
 TEST(Segment, AMemberAllocatesOnlyThePagesItUses) {
     test::ScopedSegment seg;
     const std::string path = "/dev/shm" + segment_shm_name(seg.options());
@@ -299,9 +305,10 @@ TEST(Segment, AMemberAllocatesOnlyThePagesItUses) {
     });
     ASSERT_EQ(test::wait_child(child, std::chrono::seconds(20)), 0);
     EXPECT_GT(allocated->load(), 0);
-    EXPECT_LT(allocated->load(), static_cast<long long>(sizeof(Segment) / 16))
-        << "a member with one attached thread allocated " << allocated->load() << " of "
-        << sizeof(Segment) << " bytes";
+    const auto size = static_cast<long long>(segment_layout(cpu_slots_for(seg.options())).total);
+    EXPECT_LT(allocated->load(), size / 16)
+        << "a member with one attached thread allocated " << allocated->load() << " of " << size
+        << " bytes";
 }
 
 TEST(Segment, TwoMappingsAtDifferentAddressesSeeTheSameState) {
@@ -548,4 +555,97 @@ TEST(Segment, AMemberExitingWithoutShutdownLeavesTheNameToTheLastReaderOut) {
         EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "removed while still mapped";
     }
     EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the last reader out left the segment behind";
+}
+
+// ---- sized at creation ------------------------------------------------------
+
+// A segment is sized for the CPU slots its creator asks for, up to 4,096:
+// every per-CPU array (the slots, each process's row of bound ready counters,
+// the trace rings) lies inside the file, each slot at its own address, and
+// a fresh segment still allocates only the pages it uses.
+TEST(Segment, ASegmentSizedFor4096CpusHoldsThemAll) {
+    auto o = named(unique("big"));
+    Unlinker u{o};
+    o.cpu_slots = kMaxCpus;
+    o.initialize = [](Segment& s) {
+        scheduler::Discovery found;
+        for (int i = 0; i < kMaxCpus; ++i)
+            found.cpus.push_back({i, i, i * 16 / kMaxCpus});
+        scheduler::SharedScheduler(s).format_unpublished(found, SegmentConfig{});
+    };
+    SegmentError e;
+    auto m = SegmentMapping::open(o, e);
+    ASSERT_TRUE(m) << e.message;
+    Segment& s = *m.get();
+    const SegmentLayout l = segment_layout(kMaxCpus);
+    EXPECT_EQ(s.header.max_cpus, kMaxCpus);
+    EXPECT_EQ(s.header.cpu_count, kMaxCpus);
+    EXPECT_EQ(s.header.numa_count, 16);
+    EXPECT_EQ(file_size(o), off_t(l.total));
+    EXPECT_EQ(m.size(), l.total);
+    const auto* base = reinterpret_cast<const char*>(&s);
+    auto offset = [&](const void* p) { return size_t(static_cast<const char*>(p) - base); };
+    EXPECT_EQ(offset(&s.cpus[0]), l.cpus);
+    EXPECT_EQ(offset(&s.cpus[kMaxCpus - 1]) + sizeof(CpuSlot), l.ready_cpu);
+    EXPECT_EQ(s.cpus[kMaxCpus - 1].system_id, kMaxCpus - 1);
+    EXPECT_EQ(s.cpus[kMaxCpus - 1].numa, 15);
+    EXPECT_LE(offset(ready_cpu_row(s, kMaxProcs - 1) + kMaxCpus), l.traces);
+    EXPECT_EQ(offset(&s.traces[process_trace_ring(s.header)]) + sizeof(TraceRing), l.total);
+    EXPECT_TRUE(placed_by_layout(s));
+    EXPECT_EQ(scheduler::check_invariants(s), std::vector<std::string>{});
+    // Another mapping, at another address, checks and reads the same slots.
+    auto again = SegmentMapping::open(o, e);
+    ASSERT_TRUE(again) << e.message;
+    EXPECT_EQ(again->cpus[kMaxCpus - 1].system_id, kMaxCpus - 1);
+    struct stat st {};
+    ASSERT_EQ(::stat(("/dev/shm" + segment_shm_name(o)).c_str(), &st), 0);
+    EXPECT_LT(static_cast<long long>(st.st_blocks) * 512, static_cast<long long>(l.total / 16));
+}
+
+// A segment whose header claims other CPU slots than its file has room for
+// is refused, and replaced when nobody has it open.
+TEST(Segment, ASegmentWhoseSizeDisagreesWithItsCpuSlotsIsRefused) {
+    auto o = named(unique("shape"));
+    Unlinker u{o};
+    o.cpu_slots = 2;
+    SegmentError e;
+    {
+        auto m = SegmentMapping::open(o, e);
+        ASSERT_TRUE(m) << e.message;
+        m->header.max_cpus = 3; // the file has room for 2
+        auto other = SegmentMapping::open(o, e);
+        EXPECT_FALSE(other);
+        EXPECT_EQ(e.kind, SegmentError::Kind::Foreign);
+        EXPECT_NE(e.message.find("malformed"), std::string::npos) << e.message;
+    }
+    auto fresh = SegmentMapping::open(o, e);
+    ASSERT_TRUE(fresh) << e.message;
+    EXPECT_EQ(fresh->header.max_cpus, 2);
+}
+
+// A member that discovers more CPUs than an existing segment was created
+// for is refused with an error that says so, never given a cut table.
+TEST(Segment, MoreCpusThanTheSegmentWasCreatedForIsAnError) {
+    if (::sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 online CPUs";
+    test::ScopedSegment seg("topology.binding=all");
+    SegmentOptions o = seg.options();
+    o.create = true;
+    o.cpu_slots = 1; // as a creator that saw one CPU would size it
+    o.initialize = [](Segment& s) {
+        scheduler::SharedScheduler(s).format_unpublished({}, SegmentConfig{});
+    };
+    SegmentError e;
+    auto small = SegmentMapping::open(o, e);
+    ASSERT_TRUE(small) << e.message;
+    Shared<std::array<char, 512>> message;
+    pid_t child = test::fork_child([&] {
+        const int rc = nosv_init();
+        std::snprintf(message->data(), message->size(), "%s", coexec_last_error());
+        return rc == NOSV_ERR_INVALID_PARAMETER ? 0 : 1;
+    });
+    EXPECT_EQ(test::wait_child(child, std::chrono::seconds(20)), 0);
+    const std::string said = message->data();
+    EXPECT_NE(said.find("CPUs to manage"), std::string::npos) << said;
+    EXPECT_NE(said.find("was created for 1"), std::string::npos) << said;
+    EXPECT_EQ(small->header.cpu_count, 0);
 }

@@ -223,15 +223,15 @@ TEST(TraceRing, WriterThatDiedMidRecord) {
 // Reads every CPU ring and the process ring of `s` from `readers`.
 std::vector<TraceEvent> poll_all(shm::Segment& s, std::vector<TraceRingReader>& readers) {
     std::vector<TraceEvent> out;
-    for (int r = 0; r < shm::kTraceRings; ++r)
+    for (int r = 0; r < shm::trace_ring_count(s.header); ++r)
         readers[size_t(r)].poll(s.traces[r], out);
     return out;
 }
 
 uint64_t heads(const shm::Segment& s) {
     uint64_t sum = 0;
-    for (const auto& r : s.traces)
-        sum += r.head.load();
+    for (int r = 0; r < shm::trace_ring_count(s.header); ++r)
+        sum += s.traces[r].head.load();
     return sum;
 }
 
@@ -247,8 +247,8 @@ TEST(TraceRecording, OwnershipChangesAreWrittenOnlyWhileARecorderIsOn) {
     ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
     EXPECT_EQ(heads(*m.get()), before) << "records written with recording off";
 
-    std::vector<TraceRingReader> readers(shm::kTraceRings);
-    for (int r = 0; r < shm::kTraceRings; ++r)
+    std::vector<TraceRingReader> readers(size_t(shm::trace_ring_count(m->header)));
+    for (int r = 0; r < shm::trace_ring_count(m->header); ++r)
         readers[size_t(r)].start(m->traces[r]);
     auto locked = [&](auto&& change) {
         scheduler::WakeList wakes;
