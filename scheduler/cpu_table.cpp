@@ -4,6 +4,7 @@
 // affinity that follows them.
 #include "scheduler/cpu_table.hpp"
 
+#include "scheduler/cpu_bits.hpp"
 #include "scheduler/process_table.hpp"
 
 #include "scheduler/kernel_affinity.hpp"
@@ -58,6 +59,18 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
     }
     h.unheld_cpus.store(count, std::memory_order_seq_cst);
     h.wakeable_cpus.store(count, std::memory_order_seq_cst);
+    clear(h.free_cpus);
+    clear(h.idle_cpus);
+    clear(h.lent_cpus);
+    for (int32_t c = 0; c < count; ++c)
+        note_state(c, CpuState::Free);
+}
+
+void CpuTable::note_state(int32_t c, CpuState st) {
+    Header& h = s_.header;
+    assign(h.free_cpus, c, st == CpuState::Free);
+    assign(h.idle_cpus, c, st == CpuState::Idle || st == CpuState::Sleeping);
+    assign(h.lent_cpus, c, st == CpuState::Lent);
 }
 
 bool runs_elsewhere(const Segment& s, int32_t t, int32_t c) {
@@ -123,6 +136,7 @@ void CpuTable::set_state(int32_t c, CpuState next) {
         s_.header.unheld_cpus.fetch_add(d, std::memory_order_seq_cst);
     if (int d = int(is_wakeable(next)) - int(is_wakeable(before)))
         s_.header.wakeable_cpus.fetch_add(d, std::memory_order_seq_cst);
+    note_state(c, next);
     // Release: readers of the state (top, lock-free probes) see the owner.
     cpu.state.store(next, std::memory_order_release);
     // Every owner change of a Running CPU (grant, set_free) ends here: the
@@ -312,10 +326,14 @@ void CpuTable::repair(WakeList& wakes) {
             publish_grant(c, holder, wakes);
     }
     int unheld = 0, wakeable = 0;
+    clear(s_.header.free_cpus);
+    clear(s_.header.idle_cpus);
+    clear(s_.header.lent_cpus);
     for (int c = 0; c < cpu_count(); ++c) {
         const CpuState st = s_.cpus[c].state.load(rlx);
         unheld += is_unheld(st);
         wakeable += is_wakeable(st);
+        note_state(c, st);
     }
     s_.header.unheld_cpus.store(unheld, std::memory_order_seq_cst);
     s_.header.wakeable_cpus.store(wakeable, std::memory_order_seq_cst);

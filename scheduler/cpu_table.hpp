@@ -117,8 +117,12 @@ class CpuTable {
     // grant() and handoff_within_process().
     void publish_grant(int32_t cpu, int32_t thread, WakeList& wakes);
     // The only writer of a CPU's state after formatting: keeps unheld_cpus
-    // and wakeable_cpus in step with it, and the owner's running_cpus.
+    // and wakeable_cpus in step with it, the unheld sets (note_state()) and
+    // the owner's running_cpus.
     void set_state(int32_t cpu, shm::CpuState next);
+    // Puts `cpu` in the header's unheld set of state `st` (free_cpus,
+    // idle_cpus, lent_cpus), and out of the others.
+    void note_state(int32_t cpu, shm::CpuState st);
     // Moves `cpu`'s count in ProcSlot::running_cpus to the process that
     // holds it Running now (owner_proc), if that changed.
     void recount_running(int32_t cpu);

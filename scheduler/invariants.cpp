@@ -1,5 +1,6 @@
 #include "invariants.hpp"
 
+#include "scheduler/cpu_bits.hpp"
 #include "shm/segment.hpp"
 
 #include <array>
@@ -281,7 +282,29 @@ std::string piece(const CpuName& n) {
     return text;
 }
 
+// The header's unheld sets (free_cpus, idle_cpus, lent_cpus) against the
+// CPUs' states: each CPU below cpu_count in the set of its state alone, and
+// no slot past it in any.
+void check_unheld_sets(const Segment& s, const Bounds& b, Report& r) {
+    const Header& h = s.header;
+    for (int32_t c = 0; c < b.cpus; ++c) {
+        const CpuState st = s.cpus[c].state.load(rlx);
+        const bool free = contains(h.free_cpus, c), idle = contains(h.idle_cpus, c),
+                   lent = contains(h.lent_cpus, c);
+        if (free != (st == CpuState::Free) ||
+            idle != (st == CpuState::Idle || st == CpuState::Sleeping) ||
+            lent != (st == CpuState::Lent))
+            r.add("CPU ", c, " is ", cpu_state_name(st), " but in the header's unheld sets as free ",
+                  int(free), ", idle ", int(idle), ", lent ", int(lent));
+    }
+    for (const CpuBits* set : {&h.free_cpus, &h.idle_cpus, &h.lent_cpus})
+        if (int32_t c = find_in(*set, kMaxCpus, [&](int32_t c) { return c >= b.cpus; });
+            c != kNone)
+            r.add("header: an unheld set holds CPU slot ", c, ", past cpu_count ", b.cpus);
+}
+
 void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
+    check_unheld_sets(s, b, r);
     int32_t unheld = 0, wakeable = 0;
     for (int32_t c = 0; c < b.cpus; ++c) {
         const CpuSlot& cpu = s.cpus[c];

@@ -29,6 +29,8 @@ struct Placement {
         return true;
     }
     // Whether `cpu_index` is the preferred (not strict) CPU of this work.
+    // The CPU that work so placed runs best on without needing it, or -1.
+    int32_t preferred() const { return !strict && kind == Kind::Cpu ? index : -1; }
     bool prefers(int32_t cpu_index) const {
         return !strict && kind == Kind::Cpu && index == cpu_index;
     }

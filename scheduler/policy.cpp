@@ -6,6 +6,7 @@
 #include "scheduler/policy.hpp"
 
 #include "scheduler/alive_list.hpp"
+#include "scheduler/cpu_bits.hpp"
 
 #include "shm/clock.hpp"
 
@@ -185,31 +186,35 @@ int32_t Policy::grant_to_pool(int32_t c, int32_t proc, WakeList& wakes) {
     return t;
 }
 
+namespace {
+// pick_unheld()'s `also` that accepts every CPU.
+constexpr auto any_cpu = [](int32_t) { return true; };
+} // namespace
+
+template <class Also>
+int32_t Policy::pick_unheld(const CpuBits& set, const Placement& where, Also also) const {
+    const int32_t n = cpus_.cpu_count();
+    auto fits = [&](int32_t c) { return where.allows(s_.cpus[c], c) && also(c); };
+    if (const int32_t p = where.preferred(); p >= 0 && p < n && contains(set, p) && fits(p))
+        return p;
+    return find_in(set, n, fits);
+}
+
 int32_t Policy::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
-    int32_t own_holder = kNone, free_cpu = kNone, foreign_holder = kNone, lent_cpu = kNone;
-    for (int32_t c = 0; c < cpus_.cpu_count(); ++c) {
-        CpuSlot& cpu = s_.cpus[c];
-        CpuState st = cpu.state.load(rlx);
-        if (st == CpuState::Running || !where.allows(cpu, c)) continue;
-        const bool preferred = where.prefers(c);
-        if (st == CpuState::Free) {
-            if (free_cpu == kNone || preferred) free_cpu = c;
-        } else if (st == CpuState::Lent) {
-            // Last choice: its lender may come back for it any moment.
-            if (lent_cpu == kNone || preferred) lent_cpu = c;
-        } else if (cpu.owner_proc.load(rlx) == proc) {
-            if (own_holder == kNone || preferred) own_holder = c;
-        } else if (foreign_holder == kNone || preferred) {
-            foreign_holder = c;
-        }
+    const Header& h = s_.header;
+    auto own = [&](int32_t c) { return s_.cpus[c].owner_proc.load(rlx) == proc; };
+    // Our own idle worker takes the work: one wake, no new thread.
+    if (const int32_t c = pick_unheld(h.idle_cpus, where, own); c != kNone) {
+        cpus_.grant(c, s_.cpus[c].owner_thread.load(rlx), wakes);
+        return c;
     }
-    if (own_holder != kNone) {
-        // Our own idle worker takes the work: one wake, no new thread.
-        cpus_.grant(own_holder, s_.cpus[own_holder].owner_thread.load(rlx), wakes);
-        return own_holder;
-    }
-    int32_t c = free_cpu != kNone ? free_cpu : foreign_holder != kNone ? foreign_holder : lent_cpu;
-    if (c == kNone || s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
+    if (s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
+    // Else a Free CPU, another process's idle holder's, or a Lent one: last
+    // choice, its lender may come back for it any moment.
+    int32_t c = pick_unheld(h.free_cpus, where, any_cpu);
+    if (c == kNone) c = pick_unheld(h.idle_cpus, where, [&](int32_t c) { return !own(c); });
+    if (c == kNone) c = pick_unheld(h.lent_cpus, where, any_cpu);
+    if (c == kNone) return kNone;
     cpus_.evict_holder(c);
     grant_to_pool(c, proc, wakes);
     return c;
@@ -247,23 +252,19 @@ int32_t Policy::find_unheld_cpu(int32_t proc, const Placement& where, int32_t pr
     if (prefer >= 0 && prefer < cpus_.cpu_count() && !taken(prefer) &&
         where.allows(s_.cpus[prefer], prefer))
         return prefer;
-    int32_t best = kNone;
-    int best_rank = 4;
-    for (int32_t c = 0; c < cpus_.cpu_count(); ++c) {
-        const CpuSlot& cpu = s_.cpus[c];
-        CpuState st = cpu.state.load(rlx);
-        if (st == CpuState::Running || !where.allows(cpu, c)) continue;
-        int rank = st == CpuState::Free               ? 0
-                   : st == CpuState::Lent             ? 3
-                   : cpu.owner_proc.load(rlx) == proc ? 1
-                                                      : 2;
-        if (where.prefers(c)) rank = -1;
-        if (rank < best_rank) {
-            best = c;
-            best_rank = rank;
-        }
-    }
-    return best;
+    // The placement's preferred CPU if it is unheld, in any state; else a
+    // Free CPU, an idle one of our own, another process's, and a Lent one
+    // last.
+    if (const int32_t p = where.preferred(); p >= 0 && p < cpus_.cpu_count() &&
+                                             s_.cpus[p].state.load(rlx) != CpuState::Running)
+        return p;
+    const Header& h = s_.header;
+    auto own = [&](int32_t c) { return s_.cpus[c].owner_proc.load(rlx) == proc; };
+    int32_t c = pick_unheld(h.free_cpus, where, any_cpu);
+    if (c == kNone) c = pick_unheld(h.idle_cpus, where, own);
+    if (c == kNone) c = pick_unheld(h.idle_cpus, where, [&](int32_t c) { return !own(c); });
+    if (c == kNone) c = pick_unheld(h.lent_cpus, where, any_cpu);
+    return c;
 }
 
 int32_t Policy::grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes) {
@@ -292,14 +293,15 @@ void Policy::distribute_free(WakeList& wakes) {
         if (slot.ready_total.load(rlx) > 0 && slot.pool_size.load(rlx) > 0) takers[n++] = p;
         return false; // every member is looked at
     });
-    for (int32_t c = 0; c < cpus_.cpu_count() && n > 0; ++c) {
-        if (s_.cpus[c].state.load(rlx) != CpuState::Free) continue;
-        if (offer_among(c, takers, n, wakes) == kNone) continue;
+    if (n == 0) return;
+    find_in(s_.header.free_cpus, cpus_.cpu_count(), [&](int32_t c) {
+        if (offer_among(c, takers, n, wakes) == kNone) return false;
         // A member whose last pool thread went takes no more Free CPUs.
         n = int(std::remove_if(takers, takers + n,
                                [&](int32_t p) { return s_.procs[p].pool_size.load(rlx) == 0; }) -
                 takers);
-    }
+        return n == 0; // nobody left to take one
+    });
 }
 
 // ---- a holder leaving its CPU -----------------------------------------

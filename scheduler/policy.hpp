@@ -160,6 +160,13 @@ class Policy {
         COEXEC_REQUIRES(segment_lock);
     // An unheld CPU allowed by `where` for a thread of `proc`; see
     // grant_unheld_cpu() for the order.
+    // The CPU of unheld set `set` (a header's free_cpus, idle_cpus or
+    // lent_cpus) that `where` allows and `also(cpu)` accepts: the
+    // placement's preferred CPU, else the lowest. It visits the set's
+    // members, not every CPU slot. (Defined and used in policy.cpp.)
+    template <class Also>
+    int32_t pick_unheld(const shm::CpuBits& set, const Placement& where, Also also) const
+        COEXEC_REQUIRES(segment_lock);
     int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const
         COEXEC_REQUIRES(segment_lock);
     // After the holder made `cpu` unheld: offers it to work queued

@@ -68,6 +68,12 @@ constexpr bool is_wakeable(CpuState st) {
     return st == CpuState::Free || st == CpuState::Sleeping || st == CpuState::Lent;
 }
 
+// A set of CPU slots, a bit each: slot c is bit c % 64 of word c / 64
+// (scheduler/cpu_bits.hpp).
+struct CpuBits {
+    uint64_t words[kMaxCpus / 64];
+};
+
 enum class ThreadState : uint32_t {
     Unused = 0,
     Pool = 1,    // worker without CPU or task, waiting for a grant
@@ -276,6 +282,12 @@ struct alignas(64) Header {
     // step with each state change; format() and repair() count them afresh.
     alignas(64) std::atomic<int32_t> unheld_cpus;
     std::atomic<int32_t> wakeable_cpus;
+    // Under the lock, kept with each state change by CpuTable::set_state
+    // (format() and repair() fill them afresh): the CPUs in each unheld
+    // state, so that a grant searches those, not every CPU slot.
+    CpuBits free_cpus; // Free
+    CpuBits idle_cpus; // Idle or Sleeping: held without work
+    CpuBits lent_cpus; // Lent
     std::atomic<uint64_t> last_reap_ns;
     // When a joining member last checked the whole segment (nosv_init):
     // MemberWatch::claim_entry_check() elects one entering member per interval.

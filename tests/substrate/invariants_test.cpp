@@ -3,6 +3,7 @@
 // arbitrary bytes.
 #include "support.hpp"
 
+#include "scheduler/cpu_bits.hpp"
 #include "scheduler/invariants.hpp"
 #include "scheduler/shared_scheduler.hpp"
 #include "shm/liveness.hpp"
@@ -315,9 +316,20 @@ TEST_F(InvariantsTest, ThreadReadOnTwoRunningCpusIsLeftToTheLockFreeHandOff) {
     seg().cpus[1].owner_proc.store(a_);
     seg().cpus[1].state.store(CpuState::Running);
     seg().header.unheld_cpus.fetch_sub(1); // Idle counted as unheld, Running not
-    seg().cpus[1].counted_proc = a_;       // and Running CPUs by owner
+    assign(seg().header.idle_cpus, 1, false); // and in the idle set
+    seg().cpus[1].counted_proc = a_;          // and Running CPUs by owner
     seg().procs[a_].running_cpus.fetch_add(1);
     EXPECT_SOUND(seg());
+}
+
+TEST_F(InvariantsTest, UnheldSetsDisagreeingWithTheStates) {
+    populate();
+    assign(seg().header.free_cpus, 1, true); // CPU 1 is Idle
+    EXPECT_REPORTS(seg(), "CPU 1 is Idle but in the header's unheld sets as free 1, idle 1, lent 0");
+    assign(seg().header.free_cpus, 1, false);
+    EXPECT_SOUND(seg());
+    assign(seg().header.lent_cpus, 2, true); // past cpu_count 2
+    EXPECT_REPORTS(seg(), "header: an unheld set holds CPU slot 2, past cpu_count 2");
 }
 
 TEST_F(InvariantsTest, RunningCpusOfAProcessMiscounted) {
