@@ -10,16 +10,22 @@
 
 namespace coexec::scheduler {
 
-inline bool contains(const shm::CpuBits& bits, int32_t c) {
-    return (bits.words[c / 64] >> (c % 64)) & 1;
+// On a set's words: a shm::CpuBits's, or a row of Segment::proc_cpus.
+inline bool contains(const uint64_t* words, int32_t c) {
+    return (words[c / 64] >> (c % 64)) & 1;
 }
-
-inline void assign(shm::CpuBits& bits, int32_t c, bool in) {
+inline void assign(uint64_t* words, int32_t c, bool in) {
     const uint64_t bit = uint64_t(1) << (c % 64);
-    uint64_t& word = bits.words[c / 64];
+    uint64_t& word = words[c / 64];
     word = in ? word | bit : word & ~bit;
 }
 
+inline bool contains(const shm::CpuBits& bits, int32_t c) {
+    return contains(bits.words, c);
+}
+inline void assign(shm::CpuBits& bits, int32_t c, bool in) {
+    assign(bits.words, c, in);
+}
 inline void clear(shm::CpuBits& bits) {
     for (uint64_t& w : bits.words)
         w = 0;
@@ -30,15 +36,18 @@ inline void clear(shm::CpuBits& bits) {
 // count / 64 words and visits the set bits alone: a search costs the
 // members of the set, not the slots of the node. `visit` may take c out of
 // the set (each word is read once, before its bits are visited).
-template <class Visit> int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
+template <class Visit> int32_t find_in(const uint64_t* words, int32_t count, Visit visit) {
     for (int32_t i = 0; i * 64 < count; ++i) {
-        for (uint64_t w = bits.words[i]; w != 0; w &= w - 1) {
+        for (uint64_t w = words[i]; w != 0; w &= w - 1) {
             const int32_t c = i * 64 + std::countr_zero(w);
             if (c >= count) return shm::kNone;
             if (visit(c)) return c;
         }
     }
     return shm::kNone;
+}
+template <class Visit> int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
+    return find_in(bits.words, count, visit);
 }
 
 } // namespace coexec::scheduler

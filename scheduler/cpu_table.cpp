@@ -91,6 +91,7 @@ void CpuTable::grant(int32_t c, int32_t t, WakeList& wakes) {
     const bool woken = before == CpuState::Sleeping && cpu.owner_thread.load(rlx) == t;
     time_.run_for(c, th.proc, now);
     cpu.owner_proc.store(th.proc, rlx);
+    assign(proc_cpus_row(s_, th.proc), c, true);
     cpu.owner_thread.store(t, rlx);
     cpu.since_ns.store(now, rlx);
     cpu.handed_over.store(before == CpuState::Running, rlx);
@@ -270,6 +271,7 @@ void CpuTable::start_turn(int32_t c, int32_t proc, uint64_t now) {
     CpuSlot& cpu = s_.cpus[c];
     if (cpu.turn_proc.load(rlx) == proc) return;
     cpu.turn_proc.store(proc, rlx);
+    assign(proc_cpus_row(s_, proc), c, true);
     cpu.turn_start_ns.store(now, rlx);
 }
 
@@ -288,12 +290,18 @@ void CpuTable::set_free(int32_t c) {
 
 void CpuTable::release_all_of(int32_t proc) {
     const uint64_t now = now_ns();
-    for (int c = 0; c < cpu_count(); ++c) {
+    // Only a CPU granted to the process since it registered can name it
+    // (as owner, turn or stint): its row of proc_cpus, not every CPU slot.
+    uint64_t* granted = proc_cpus_row(s_, proc);
+    find_in(granted, cpu_count(), [&](int32_t c) {
         CpuSlot& cpu = s_.cpus[c];
         time_.stop_if_of(c, proc, now);
         if (cpu.turn_proc.load(rlx) == proc) cpu.turn_proc.store(kNone, rlx);
         if (cpu.owner_proc.load(rlx) == proc) set_free(c);
-    }
+        return false; // every one
+    });
+    for (size_t w = 0; w < proc_cpu_words(s_.header.max_cpus); ++w)
+        granted[w] = 0;
 }
 
 void CpuTable::repair(WakeList& wakes) {

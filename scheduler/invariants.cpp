@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace coexec::scheduler {
 
@@ -303,8 +304,25 @@ void check_unheld_sets(const Segment& s, const Bounds& b, Report& r) {
             r.add("header: an unheld set holds CPU slot ", c, ", past cpu_count ", b.cpus);
 }
 
+// Every process a CPU names (owner_proc of a held CPU, turn_proc,
+// stint_proc) has the CPU in its row of proc_cpus: a process that leaves
+// visits only that row.
+void check_granted_rows(const Segment& s, const Bounds& b, Report& r) {
+    for (int32_t c = 0; c < b.cpus; ++c) {
+        const CpuSlot& cpu = s.cpus[c];
+        const int32_t owner = cpu.state.load(rlx) == CpuState::Free ? kNone : cpu.owner_proc.load(rlx);
+        for (auto [p, as] : {std::pair{owner, "owner_proc"},
+                             std::pair{cpu.turn_proc.load(rlx), "turn_proc"},
+                             std::pair{cpu.stint_proc, "stint_proc"}})
+            if (in_range(p, b.procs) && !contains(proc_cpus_row(s, p), c))
+                r.add("CPU ", c, " names process slot ", p, " as ", as,
+                      " but is not in its row of proc_cpus");
+    }
+}
+
 void check_cpus(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
     check_unheld_sets(s, b, r);
+    check_granted_rows(s, b, r);
     int32_t unheld = 0, wakeable = 0;
     for (int32_t c = 0; c < b.cpus; ++c) {
         const CpuSlot& cpu = s.cpus[c];

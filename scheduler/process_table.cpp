@@ -95,6 +95,9 @@ int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std
         std::atomic<int64_t>* ready_cpu = ready_cpu_row(s_, p);
         for (int32_t c = 0; c < h.max_cpus; ++c)
             ready_cpu[c].store(0, rlx);
+        uint64_t* granted = proc_cpus_row(s_, p);
+        for (size_t w = 0; w < proc_cpu_words(h.max_cpus); ++w)
+            granted[w] = 0;
         for (auto& n : slot.ready_numa)
             n.store(0, rlx);
         slot.cpu_time_ns.store(0, rlx);

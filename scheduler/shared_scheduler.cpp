@@ -5,6 +5,7 @@
 // recovery count (repair()).
 #include "scheduler/shared_scheduler.hpp"
 
+#include "scheduler/cpu_bits.hpp"
 #include "scheduler/fixed_text.hpp"
 #include "shm/clock.hpp"
 
@@ -64,12 +65,15 @@ bool SharedScheduler::reap(const DeadMembers& dead, WakeList& wakes) {
 
 void SharedScheduler::release_thread(int32_t t, WakeList& wakes) {
     if (s_.threads[t].state.load(rlx) == ThreadState::Unused) return;
-    for (int32_t c = 0; c < cpu_count(); ++c) {
+    // The thread holds only CPUs granted to its process: those in the
+    // process's row of proc_cpus, not every CPU slot.
+    find_in(proc_cpus_row(s_, s_.threads[t].proc), cpu_count(), [&](int32_t c) {
         const CpuSlot& cpu = s_.cpus[c];
-        if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free) continue;
+        if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free) return false;
         cpus_.set_free(c);
         policy_.offer(c, wakes);
-    }
+        return false; // every one
+    });
     procs_.free_thread(t);
 }
 

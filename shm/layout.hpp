@@ -351,6 +351,11 @@ struct Segment {
     // kMaxProcs rows of ready_cpu_words() counters: ProcSlot's ready items
     // strictly bound to each CPU slot (ready_cpu_row()).
     PlacedArray<std::atomic<int64_t>> ready_cpu;
+    // kMaxProcs rows of proc_cpu_words() words, a bit per CPU slot: the
+    // CPUs granted to the process since it registered (proc_cpus_row()),
+    // so that its leaving visits those and not every CPU slot. Under the
+    // lock.
+    PlacedArray<uint64_t> proc_cpus;
     ProcSlot procs[kMaxProcs];
     ThreadSlot threads[kMaxThreads];
 };
@@ -365,11 +370,17 @@ constexpr size_t ready_cpu_words(int32_t max_cpus) {
     return round_up(size_t(max_cpus), 64 / sizeof(int64_t));
 }
 
+// Words in a row of Segment::proc_cpus: a bit per CPU slot.
+constexpr size_t proc_cpu_words(int32_t max_cpus) {
+    return (size_t(max_cpus) + 63) / 64;
+}
+
 // Where the per-CPU part's arrays lie in a segment sized for `max_cpus` CPU
 // slots (1..kMaxCpus), in bytes from the segment's start, and its whole size.
 struct SegmentLayout {
     size_t cpus = 0;
     size_t ready_cpu = 0;
+    size_t proc_cpus = 0;
     size_t traces = 0;
     size_t total = 0;
 };
@@ -379,7 +390,8 @@ constexpr SegmentLayout segment_layout(int32_t max_cpus) {
     SegmentLayout l;
     l.cpus = round_up(sizeof(Segment), 64);
     l.ready_cpu = l.cpus + n * sizeof(CpuSlot);
-    l.traces = l.ready_cpu + size_t(kMaxProcs) * ready_cpu_words(max_cpus) * sizeof(int64_t);
+    l.proc_cpus = l.ready_cpu + size_t(kMaxProcs) * ready_cpu_words(max_cpus) * sizeof(int64_t);
+    l.traces = round_up(l.proc_cpus + size_t(kMaxProcs) * proc_cpu_words(max_cpus) * 8, 64);
     l.total = l.traces + (n + 1) * sizeof(TraceRing);
     return l;
 }
@@ -392,6 +404,14 @@ inline std::atomic<int64_t>* ready_cpu_row(Segment& s, int32_t proc) {
 }
 inline const std::atomic<int64_t>* ready_cpu_row(const Segment& s, int32_t proc) {
     return &s.ready_cpu[std::ptrdiff_t(proc) * std::ptrdiff_t(ready_cpu_words(s.header.max_cpus))];
+}
+
+// Process slot `proc`'s row of Segment::proc_cpus.
+inline uint64_t* proc_cpus_row(Segment& s, int32_t proc) {
+    return &s.proc_cpus[std::ptrdiff_t(proc) * std::ptrdiff_t(proc_cpu_words(s.header.max_cpus))];
+}
+inline const uint64_t* proc_cpus_row(const Segment& s, int32_t proc) {
+    return &s.proc_cpus[std::ptrdiff_t(proc) * std::ptrdiff_t(proc_cpu_words(s.header.max_cpus))];
 }
 
 // The trace rings of a segment: one per CPU slot, and the process ring last.

@@ -90,6 +90,7 @@ void lay_out(Segment& s, int32_t cpus) {
     s.cpus.place(at<CpuSlot>(s, l.cpus));
     s.traces.place(at<TraceRing>(s, l.traces));
     s.ready_cpu.place(at<std::atomic<int64_t>>(s, l.ready_cpu));
+    s.proc_cpus.place(at<uint64_t>(s, l.proc_cpus));
 }
 
 bool placed_by_layout(const Segment& s) {
@@ -97,7 +98,8 @@ bool placed_by_layout(const Segment& s) {
     const SegmentLayout l = segment_layout(s.header.max_cpus);
     return s.cpus.placed_at(at<CpuSlot>(s, l.cpus)) &&
            s.traces.placed_at(at<TraceRing>(s, l.traces)) &&
-           s.ready_cpu.placed_at(at<std::atomic<int64_t>>(s, l.ready_cpu));
+           s.ready_cpu.placed_at(at<std::atomic<int64_t>>(s, l.ready_cpu)) &&
+           s.proc_cpus.placed_at(at<uint64_t>(s, l.proc_cpus));
 }
 
 namespace {

@@ -314,12 +314,22 @@ TEST_F(InvariantsTest, ThreadReadOnTwoRunningCpusIsLeftToTheLockFreeHandOff) {
     const int32_t t = holder(0);
     seg().cpus[1].owner_thread.store(t);
     seg().cpus[1].owner_proc.store(a_);
+    assign(proc_cpus_row(seg(), a_), 1, true); // as its grant would have
     seg().cpus[1].state.store(CpuState::Running);
     seg().header.unheld_cpus.fetch_sub(1); // Idle counted as unheld, Running not
     assign(seg().header.idle_cpus, 1, false); // and in the idle set
     seg().cpus[1].counted_proc = a_;          // and Running CPUs by owner
     seg().procs[a_].running_cpus.fetch_add(1);
     EXPECT_SOUND(seg());
+}
+
+TEST_F(InvariantsTest, ACpuMissingFromTheRowOfAProcessItNames) {
+    populate();
+    // CPU 0 is Running for a_: granted, so in a_'s row.
+    ASSERT_TRUE(contains(proc_cpus_row(seg(), a_), 0));
+    assign(proc_cpus_row(seg(), a_), 0, false);
+    EXPECT_REPORTS(seg(), "CPU 0 names process slot " + std::to_string(a_) +
+                              " as owner_proc but is not in its row of proc_cpus");
 }
 
 TEST_F(InvariantsTest, UnheldSetsDisagreeingWithTheStates) {
