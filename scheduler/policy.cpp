@@ -62,6 +62,12 @@ bool Policy::turn_over(int32_t c, int32_t proc, uint64_t now) const {
     });
 }
 
+bool Policy::has_local_work(int32_t proc, int32_t cpu) const {
+    const ProcSlot& p = s_.procs[proc];
+    return p.ready_total.load(rlx) > 0 && (ready_cpu_row(s_, proc)[cpu].load(rlx) > 0 ||
+                                           p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0);
+}
+
 int32_t Policy::running_cpus(int32_t proc) const {
     return s_.procs[proc].running_cpus.load(rlx);
 }
@@ -226,22 +232,34 @@ int32_t Policy::offer(int32_t c, WakeList& wakes) {
 
 int32_t Policy::offer_among(int32_t c, const int32_t* procs, int n, WakeList& wakes) {
     CpuSlot& cpu = s_.cpus[c];
-    int start = int(std::find(procs, procs + n, cpu.turn_proc.load(rlx)) - procs);
-    for (int k = 1; k <= n; ++k) {
-        int32_t p = procs[(start + k) % n];
-        if (!has_work(p, c)) continue;
-        int32_t holder = cpu.owner_thread.load(rlx);
-        // An idle holder of p's takes p's work itself; a lender does not look.
-        if (holder != kNone && cpu.owner_proc.load(rlx) == p &&
-            cpu.state.load(rlx) != CpuState::Lent) {
+    const int32_t holder = cpu.owner_thread.load(rlx);
+    // An idle holder of p's takes p's work itself; a lender does not look.
+    const int32_t idle_owner =
+        holder != kNone && cpu.state.load(rlx) != CpuState::Lent ? cpu.owner_proc.load(rlx) : kNone;
+    auto can_take = [&](int32_t p) {
+        return p == idle_owner || s_.procs[p].pool_size.load(rlx) > 0;
+    };
+    // (Under our lock: the analysis does not follow it into a lambda.)
+    auto give = [&](int32_t p) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
+        if (p == idle_owner) {
             cpus_.grant(c, holder, wakes);
             return holder;
         }
-        if (s_.procs[p].pool_size.load(rlx) == 0) continue;
         cpus_.evict_holder(c);
         return grant_to_pool(c, p, wakes);
+    };
+    // Work bound to this CPU or its NUMA node goes first: it can run
+    // nowhere else, and its memory is here. One walk: the first process
+    // with local work takes the CPU, else the first with any.
+    int start = int(std::find(procs, procs + n, cpu.turn_proc.load(rlx)) - procs);
+    int32_t first_any = kNone;
+    for (int k = 1; k <= n; ++k) {
+        int32_t p = procs[(start + k) % n];
+        if (!has_work(p, c) || !can_take(p)) continue;
+        if (has_local_work(p, c)) return give(p);
+        if (first_any == kNone) first_any = p;
     }
-    return kNone;
+    return first_any == kNone ? kNone : give(first_any);
 }
 
 int32_t Policy::find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const {
@@ -255,8 +273,8 @@ int32_t Policy::find_unheld_cpu(int32_t proc, const Placement& where, int32_t pr
     // The placement's preferred CPU if it is unheld, in any state; else a
     // Free CPU, an idle one of our own, another process's, and a Lent one
     // last.
-    if (const int32_t p = where.preferred(); p >= 0 && p < cpus_.cpu_count() &&
-                                             s_.cpus[p].state.load(rlx) != CpuState::Running)
+    if (const int32_t p = where.preferred();
+        p >= 0 && p < cpus_.cpu_count() && s_.cpus[p].state.load(rlx) != CpuState::Running)
         return p;
     const Header& h = s_.header;
     auto own = [&](int32_t c) { return s_.cpus[c].owner_proc.load(rlx) == proc; };
@@ -294,14 +312,17 @@ void Policy::distribute_free(WakeList& wakes) {
         return false; // every member is looked at
     });
     if (n == 0) return;
-    find_in(s_.header.free_cpus, cpus_.cpu_count(), [&](int32_t c) {
-        if (offer_among(c, takers, n, wakes) == kNone) return false;
-        // A member whose last pool thread went takes no more Free CPUs.
-        n = int(std::remove_if(takers, takers + n,
+    // (Under our lock: the analysis does not follow it into a lambda.)
+    find_in(
+        s_.header.free_cpus, cpus_.cpu_count(), [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
+            if (offer_among(c, takers, n, wakes) == kNone) return false;
+            // A member whose last pool thread went takes no more Free CPUs.
+            n = int(
+                std::remove_if(takers, takers + n,
                                [&](int32_t p) { return s_.procs[p].pool_size.load(rlx) == 0; }) -
                 takers);
-        return n == 0; // nobody left to take one
-    });
+            return n == 0; // nobody left to take one
+        });
 }
 
 // ---- a holder leaving its CPU -----------------------------------------

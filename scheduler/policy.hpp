@@ -44,6 +44,9 @@ class Policy {
     // ---- demand (lock-free hints) ------------------------------------
     // Does `proc` have ready work that may run on `cpu`?
     bool has_work(int32_t proc, int32_t cpu) const;
+    // Does `proc` have ready work bound to `cpu` or to its NUMA node (work
+    // that can run nowhere else, next to its memory)?
+    bool has_local_work(int32_t proc, int32_t cpu) const;
     // Does any process other than `self` have work for `cpu`?
     bool foreign_work(int32_t self, int32_t cpu) const;
     // How many more threads could run now without making any wait: the
@@ -110,10 +113,11 @@ class Policy {
     // evicted. Returns the CPU, or kNone if none is unheld.
     int32_t grant_unheld_cpu(int32_t thread, const Placement& where, WakeList& wakes)
         COEXEC_REQUIRES(segment_lock);
-    // `cpu` is unheld (Free, held idle, or Lent): gives it, round-robin, to a
-    // process with work for it: to that process's idle holder of it, or to
-    // one of its pool threads (evicting any other holder or the lender).
-    // Returns the thread granted, or kNone.
+    // `cpu` is unheld (Free, held idle, or Lent): gives it to a process with
+    // work for it, round-robin, a process whose work is bound to the CPU or
+    // its NUMA node first: to that process's idle holder of it, or to one of
+    // its pool threads (evicting any other holder or the lender). Returns
+    // the thread granted, or kNone.
     int32_t offer(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
     // Offers every Free CPU, to the members with work and a pool thread.
     void distribute_free(WakeList& wakes) COEXEC_REQUIRES(segment_lock);
@@ -155,7 +159,7 @@ class Policy {
                    WakeList& wakes) COEXEC_REQUIRES(segment_lock);
     int32_t grant_to_pool(int32_t cpu, int32_t proc, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
     // offer() among the `n` process slots of `procs` (in alive-list order),
-    // round-robin from the one after `cpu`'s turn holder.
+    // round-robin from the one after `cpu`'s turn holder, in one walk.
     int32_t offer_among(int32_t cpu, const int32_t* procs, int n, WakeList& wakes)
         COEXEC_REQUIRES(segment_lock);
     // An unheld CPU allowed by `where` for a thread of `proc`; see

@@ -836,3 +836,35 @@ TEST_F(SchedulerTest, AThreadThatKeepsItsAffinityIsBoundByGrantersOnlyWhilePinne
     done.store(true);
     keeper.join();
 }
+
+// A CPU that comes free goes to work bound to it or to its NUMA node before
+// work that may run anywhere, whatever the round-robin order says.
+TEST_F(SchedulerTest, AFreedCpuPrefersAProcessWhoseWorkIsLocalToIt) {
+    for (bool numa : {false, true}) {
+        SCOPED_TRACE(numa ? "bound to the NUMA node" : "bound to the CPU");
+        SetUp();
+        const auto [a, b, on_cpu0] = one_cpu_each();
+        const int32_t any = add_process(), local = add_process();
+        add_ready(any); // registered before `local`: first in the round-robin
+        map_->procs[local].ready_total += 1;
+        if (numa)
+            map_->procs[local].ready_numa[seg().cpus[1].numa] += 1;
+        else
+            shm::ready_cpu_row(*map_.get(), local)[1] += 1;
+        WakeList w;
+        scheduler::SchedulerLock lock(*sched_, w);
+        sched_->policy().release(1, w);
+        EXPECT_EQ(seg().cpus[1].owner_proc.load(), local);
+        // Without local work the round-robin order rules.
+        map_->procs[local].ready_total -= 1;
+        if (numa)
+            map_->procs[local].ready_numa[seg().cpus[1].numa] -= 1;
+        else
+            shm::ready_cpu_row(*map_.get(), local)[1] -= 1;
+        sched_->policy().release(1, w);
+        EXPECT_EQ(seg().cpus[1].owner_proc.load(), any);
+        (void)a;
+        (void)b;
+        (void)on_cpu0;
+    }
+}
