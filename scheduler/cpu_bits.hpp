@@ -36,7 +36,8 @@ inline void clear(shm::CpuBits& bits) {
 // count / 64 words and visits the set bits alone: a search costs the
 // members of the set, not the slots of the node. `visit` may take c out of
 // the set (each word is read once, before its bits are visited).
-template <class Visit> int32_t find_in(const uint64_t* words, int32_t count, Visit visit) {
+template <class Visit>
+int32_t find_in(const uint64_t* words, int32_t count, Visit visit) {
     for (int32_t i = 0; i * 64 < count; ++i) {
         for (uint64_t w = words[i]; w != 0; w &= w - 1) {
             const int32_t c = i * 64 + std::countr_zero(w);
@@ -46,7 +47,8 @@ template <class Visit> int32_t find_in(const uint64_t* words, int32_t count, Vis
     }
     return shm::kNone;
 }
-template <class Visit> int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
+template <class Visit>
+int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
     return find_in(bits.words, count, visit);
 }
 

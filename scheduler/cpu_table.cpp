@@ -293,7 +293,8 @@ void CpuTable::release_all_of(int32_t proc) {
     // Only a CPU granted to the process since it registered can name it
     // (as owner, turn or stint): its row of proc_cpus, not every CPU slot.
     uint64_t* granted = proc_cpus_row(s_, proc);
-    find_in(granted, cpu_count(), [&](int32_t c) {
+    // Under our lock: the analysis does not follow it into a lambda.
+    find_in(granted, cpu_count(), [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
         CpuSlot& cpu = s_.cpus[c];
         time_.stop_if_of(c, proc, now);
         if (cpu.turn_proc.load(rlx) == proc) cpu.turn_proc.store(kNone, rlx);

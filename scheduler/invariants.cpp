@@ -295,12 +295,12 @@ void check_unheld_sets(const Segment& s, const Bounds& b, Report& r) {
         if (free != (st == CpuState::Free) ||
             idle != (st == CpuState::Idle || st == CpuState::Sleeping) ||
             lent != (st == CpuState::Lent))
-            r.add("CPU ", c, " is ", cpu_state_name(st), " but in the header's unheld sets as free ",
-                  int(free), ", idle ", int(idle), ", lent ", int(lent));
+            r.add("CPU ", c, " is ", cpu_state_name(st),
+                  " but in the header's unheld sets as free ", int(free), ", idle ", int(idle),
+                  ", lent ", int(lent));
     }
     for (const CpuBits* set : {&h.free_cpus, &h.idle_cpus, &h.lent_cpus})
-        if (int32_t c = find_in(*set, kMaxCpus, [&](int32_t c) { return c >= b.cpus; });
-            c != kNone)
+        if (int32_t c = find_in(*set, kMaxCpus, [&](int32_t c) { return c >= b.cpus; }); c != kNone)
             r.add("header: an unheld set holds CPU slot ", c, ", past cpu_count ", b.cpus);
 }
 
@@ -310,10 +310,11 @@ void check_unheld_sets(const Segment& s, const Bounds& b, Report& r) {
 void check_granted_rows(const Segment& s, const Bounds& b, Report& r) {
     for (int32_t c = 0; c < b.cpus; ++c) {
         const CpuSlot& cpu = s.cpus[c];
-        const int32_t owner = cpu.state.load(rlx) == CpuState::Free ? kNone : cpu.owner_proc.load(rlx);
-        for (auto [p, as] : {std::pair{owner, "owner_proc"},
-                             std::pair{cpu.turn_proc.load(rlx), "turn_proc"},
-                             std::pair{cpu.stint_proc, "stint_proc"}})
+        const int32_t owner =
+            cpu.state.load(rlx) == CpuState::Free ? kNone : cpu.owner_proc.load(rlx);
+        for (auto [p, as] :
+             {std::pair{owner, "owner_proc"}, std::pair{cpu.turn_proc.load(rlx), "turn_proc"},
+              std::pair{cpu.stint_proc, "stint_proc"}})
             if (in_range(p, b.procs) && !contains(proc_cpus_row(s, p), c))
                 r.add("CPU ", c, " names process slot ", p, " as ", as,
                       " but is not in its row of proc_cpus");

@@ -70,8 +70,8 @@ class CpuMask {
     // with more possible CPUs than kIds).
     bool read_own() {
         words_.fill(0);
-        const long n = kernel_get_affinity(0, sizeof words_,
-                                           reinterpret_cast<cpu_set_t*>(words_.data()));
+        const long n =
+            kernel_get_affinity(0, sizeof words_, reinterpret_cast<cpu_set_t*>(words_.data()));
         used_ = n > 0 ? size_t(n) / sizeof(unsigned long) : 0;
         return n > 0;
     }

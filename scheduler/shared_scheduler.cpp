@@ -67,13 +67,16 @@ void SharedScheduler::release_thread(int32_t t, WakeList& wakes) {
     if (s_.threads[t].state.load(rlx) == ThreadState::Unused) return;
     // The thread holds only CPUs granted to its process: those in the
     // process's row of proc_cpus, not every CPU slot.
-    find_in(proc_cpus_row(s_, s_.threads[t].proc), cpu_count(), [&](int32_t c) {
-        const CpuSlot& cpu = s_.cpus[c];
-        if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free) return false;
-        cpus_.set_free(c);
-        policy_.offer(c, wakes);
-        return false; // every one
-    });
+    // (Under our lock: the analysis does not follow it into a lambda.)
+    find_in(proc_cpus_row(s_, s_.threads[t].proc), cpu_count(),
+            [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
+                const CpuSlot& cpu = s_.cpus[c];
+                if (cpu.owner_thread.load(rlx) != t || cpu.state.load(rlx) == CpuState::Free)
+                    return false;
+                cpus_.set_free(c);
+                policy_.offer(c, wakes);
+                return false; // every one
+            });
     procs_.free_thread(t);
 }
 

@@ -98,7 +98,8 @@ inline constexpr int kLabelClasses = 4;
 // places every such array before the segment is published, and checks each
 // place whenever a process maps the segment: indexed within the bounds the
 // header gives, it reads and writes the segment only.
-template <class T> class PlacedArray {
+template <class T>
+class PlacedArray {
   public:
     T& operator[](std::ptrdiff_t i) { return first()[i]; }
     const T& operator[](std::ptrdiff_t i) const { return first()[i]; }
@@ -107,9 +108,7 @@ template <class T> class PlacedArray {
     bool placed_at(const T* first) const { return distance_ == address(first) - address(this); }
 
   private:
-    static std::ptrdiff_t address(const void* p) {
-        return reinterpret_cast<std::ptrdiff_t>(p);
-    }
+    static std::ptrdiff_t address(const void* p) { return reinterpret_cast<std::ptrdiff_t>(p); }
     T* first() const {
         // The elements were never constructed as objects: like the rest of
         // the segment they are zero bytes that their types take as a valid
@@ -221,9 +220,9 @@ struct alignas(64) ProcSlot {
     // segment's in-use lock, and the last mapping to close counts it as gone
     // (SegmentMapping::leave_at_exit()). The slot stays until it is reaped.
     std::atomic<uint32_t> departing;
-    alignas(64) std::atomic<int64_t> ready_total;  // every ready item
-    std::atomic<int64_t> ready_any;                // runnable on any CPU
-    std::atomic<int64_t> ready_numa[kMaxNuma];     // strictly bound to a NUMA node
+    alignas(64) std::atomic<int64_t> ready_total; // every ready item
+    std::atomic<int64_t> ready_any;               // runnable on any CPU
+    std::atomic<int64_t> ready_numa[kMaxNuma];    // strictly bound to a NUMA node
     // Those strictly bound to a CPU are counted in the process's row of
     // Segment::ready_cpu (ready_cpu_row()).
     alignas(64) std::atomic<uint64_t> cpu_time_ns; // closed stints
@@ -340,8 +339,8 @@ struct alignas(64) TraceRing {
 
 // The segment's fixed part; its per-CPU part follows (SegmentLayout). About
 // 1.4 MiB, and 20 KiB more per CPU slot, 16 KiB of which is the CPU's trace
-// ring: 1.5 MiB for 2 CPUs, 17 MiB for 768, 82 MiB for 4,096. It starts as all zero bytes and is never constructed as a
-// whole (shm/segment.cpp), so only the pages in use are allocated.
+// ring: 1.5 MiB for 2 CPUs, 17 MiB for 768, 82 MiB for 4,096. It starts as all zero bytes and is
+// never constructed as a whole (shm/segment.cpp), so only the pages in use are allocated.
 struct Segment {
     Header header;
     // In the per-CPU part: Header::max_cpus slots, and one trace ring per

@@ -57,7 +57,8 @@ const char* bytes_of(const Segment& s) {
 }
 
 // Where a segment's per-CPU arrays are, by its layout.
-template <class T> const T* at(const Segment& s, size_t offset) {
+template <class T>
+const T* at(const Segment& s, size_t offset) {
     return reinterpret_cast<const T*>(bytes_of(s) + offset);
 }
 // Sets up a zeroed segment of `l.total` bytes sized for `cpus` CPU slots:
@@ -115,9 +116,8 @@ SegmentError validate(const Segment& s, size_t size, const std::string& name) {
     const Header& h = s.header;
     if (h.abi_version != kAbiVersion)
         return fail(SegmentError::Kind::VersionMismatch,
-                    "shared segment " + name + " has ABI version " +
-                        std::to_string(h.abi_version) + ", this coexec uses " +
-                        std::to_string(kAbiVersion) +
+                    "shared segment " + name + " has ABI version " + std::to_string(h.abi_version) +
+                        ", this coexec uses " + std::to_string(kAbiVersion) +
                         "; stop the processes using it, or remove it with `coexec "
                         "reset --force`");
     if (size < sizeof(Segment) || h.max_cpus < 1 || h.max_cpus > kMaxCpus ||
@@ -174,8 +174,8 @@ bool no_member_stays(const Segment& s) {
 // Sizes the file to a zeroed segment of this version and formats it; `size`
 // gets its size. The caller holds the creation lock, and nobody else has
 // the segment mapped.
-Segment* create_fresh(int fd, const SegmentOptions& options, const std::string& name,
-                      size_t& size, SegmentError& error) {
+Segment* create_fresh(int fd, const SegmentOptions& options, const std::string& name, size_t& size,
+                      SegmentError& error) {
     const int32_t cpus = cpu_slots_for(options);
     size = segment_layout(cpus).total;
     Segment* s = nullptr;
@@ -448,8 +448,7 @@ SegmentMapping::~SegmentMapping() {
 
 SegmentMapping::SegmentMapping(SegmentMapping&& o) noexcept
     : segment_(std::exchange(o.segment_, nullptr)), size_(std::exchange(o.size_, 0)),
-      fd_(std::exchange(o.fd_, -1)),
-      shm_name_(std::move(o.shm_name_)), owner_(o.owner_) {}
+      fd_(std::exchange(o.fd_, -1)), shm_name_(std::move(o.shm_name_)), owner_(o.owner_) {}
 
 SegmentMapping& SegmentMapping::operator=(SegmentMapping&& o) noexcept {
     if (this != &o) {

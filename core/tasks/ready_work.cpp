@@ -21,8 +21,8 @@ constexpr auto rlx = std::memory_order_relaxed;
 } // namespace
 
 void ReadyWork::open() {
-    queue_ = std::make_unique<ReadyQueue>(*segment(), proc(), member_.cpu_count(),
-                                          member_.numa_count());
+    queue_ =
+        std::make_unique<ReadyQueue>(*segment(), proc(), member_.cpu_count(), member_.numa_count());
 }
 
 nosv_task* ReadyWork::new_task(nosv_task_type* type, size_t metadata_size) {

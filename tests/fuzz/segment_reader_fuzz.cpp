@@ -40,12 +40,11 @@ std::string str(int64_t v) {
 
 // What the CLI checks before it reads a segment (open_existing()).
 bool accepted_by_cli(const shm::Header& h) {
-    return h.magic.load() == shm::kMagic && h.abi_version == shm::kAbiVersion &&
-           h.max_cpus >= 1 && h.max_cpus <= shm::kMaxCpus &&
-           h.total_size == shm::segment_layout(h.max_cpus).total && h.cpu_count >= 0 &&
-           h.cpu_count <= h.max_cpus && h.numa_count >= 0 && h.numa_count <= shm::kMaxNuma &&
-           (h.cpu_count == 0 || h.numa_count > 0) && h.max_procs == shm::kMaxProcs &&
-           h.max_threads == shm::kMaxThreads;
+    return h.magic.load() == shm::kMagic && h.abi_version == shm::kAbiVersion && h.max_cpus >= 1 &&
+           h.max_cpus <= shm::kMaxCpus && h.total_size == shm::segment_layout(h.max_cpus).total &&
+           h.cpu_count >= 0 && h.cpu_count <= h.max_cpus && h.numa_count >= 0 &&
+           h.numa_count <= shm::kMaxNuma && (h.cpu_count == 0 || h.numa_count > 0) &&
+           h.max_procs == shm::kMaxProcs && h.max_threads == shm::kMaxThreads;
 }
 
 bool one_of(const std::string& value, std::initializer_list<const char*> names) {

@@ -316,7 +316,7 @@ TEST_F(InvariantsTest, ThreadReadOnTwoRunningCpusIsLeftToTheLockFreeHandOff) {
     seg().cpus[1].owner_proc.store(a_);
     assign(proc_cpus_row(seg(), a_), 1, true); // as its grant would have
     seg().cpus[1].state.store(CpuState::Running);
-    seg().header.unheld_cpus.fetch_sub(1); // Idle counted as unheld, Running not
+    seg().header.unheld_cpus.fetch_sub(1);    // Idle counted as unheld, Running not
     assign(seg().header.idle_cpus, 1, false); // and in the idle set
     seg().cpus[1].counted_proc = a_;          // and Running CPUs by owner
     seg().procs[a_].running_cpus.fetch_add(1);
@@ -335,7 +335,8 @@ TEST_F(InvariantsTest, ACpuMissingFromTheRowOfAProcessItNames) {
 TEST_F(InvariantsTest, UnheldSetsDisagreeingWithTheStates) {
     populate();
     assign(seg().header.free_cpus, 1, true); // CPU 1 is Idle
-    EXPECT_REPORTS(seg(), "CPU 1 is Idle but in the header's unheld sets as free 1, idle 1, lent 0");
+    EXPECT_REPORTS(seg(),
+                   "CPU 1 is Idle but in the header's unheld sets as free 1, idle 1, lent 0");
     assign(seg().header.free_cpus, 1, false);
     EXPECT_SOUND(seg());
     assign(seg().header.lent_cpus, 2, true); // past cpu_count 2

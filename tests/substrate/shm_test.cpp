@@ -306,9 +306,8 @@ TEST(Segment, AMemberAllocatesOnlyThePagesItUses) {
     ASSERT_EQ(test::wait_child(child, std::chrono::seconds(20)), 0);
     EXPECT_GT(allocated->load(), 0);
     const auto size = static_cast<long long>(segment_layout(cpu_slots_for(seg.options())).total);
-    EXPECT_LT(allocated->load(), size / 16)
-        << "a member with one attached thread allocated " << allocated->load() << " of " << size
-        << " bytes";
+    EXPECT_LT(allocated->load(), size / 16) << "a member with one attached thread allocated "
+                                            << allocated->load() << " of " << size << " bytes";
 }
 
 TEST(Segment, TwoMappingsAtDifferentAddressesSeeTheSameState) {
