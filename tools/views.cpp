@@ -4,8 +4,10 @@
 
 #include "scheduler/shared_scheduler.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <climits>
 #include <cstdint>
 #include <fmt/format.h>
 #include <optional>
@@ -104,6 +106,66 @@ std::string format_duration(uint64_t ns) {
     return fmt::format("{}h{:02}m", s / 3600, s / 60 % 60);
 }
 
+namespace {
+
+// The CPU rows grouped by NUMA node: node by node in ascending order, each
+// node's CPUs in index order, CPUs of an unknown node last.
+std::vector<const CpuRow*> by_node(const Snapshot& snap) {
+    std::vector<const CpuRow*> rows;
+    for (const auto& c : snap.cpus)
+        rows.push_back(&c);
+    std::stable_sort(rows.begin(), rows.end(), [](const CpuRow* a, const CpuRow* b) {
+        const int na = a->numa_known ? a->numa : INT_MAX, nb = b->numa_known ? b->numa : INT_MAX;
+        return na < nb;
+    });
+    return rows;
+}
+
+// One line per NUMA node, when there is more than one: its CPUs (system
+// ids) and how many are in each state.
+std::vector<NodeSummary> node_summaries(const Snapshot& snap) {
+    std::vector<NodeSummary> nodes;
+    for (const CpuRow* c : by_node(snap)) {
+        if (!c->numa_known) continue;
+        if (nodes.empty() || nodes.back().node != c->numa) nodes.push_back({c->numa, {}, {}});
+        NodeSummary& n = nodes.back();
+        if (c->system_cpu_known) n.system_cpus.push_back(c->system_cpu);
+        ++n.states[c->state];
+    }
+    return nodes;
+}
+
+std::string id_list(const std::vector<int>& ids) {
+    std::string out;
+    for (size_t i = 0; i < ids.size();) {
+        size_t j = i;
+        while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
+            ++j;
+        if (!out.empty()) out += ",";
+        out += j == i ? std::to_string(ids[i]) : fmt::format("{}-{}", ids[i], ids[j]);
+        i = j + 1;
+    }
+    return out.empty() ? "-" : out;
+}
+
+} // namespace
+
+std::vector<std::string> node_lines(const Snapshot& snap) {
+    std::vector<std::string> lines;
+    const std::vector<NodeSummary> nodes = node_summaries(snap);
+    if (nodes.size() < 2) return lines;
+    for (const NodeSummary& n : nodes) {
+        std::string states;
+        for (const char* st : {"running", "idle", "sleeping", "lent", "free", "unknown"})
+            if (auto it = n.states.find(st); it != n.states.end())
+                states += fmt::format(", {} {}", it->second, st);
+        lines.push_back(fmt::format("node {}: {} CPU{} (system {}){}", n.node, n.system_cpus.size(),
+                                    n.system_cpus.size() == 1 ? "" : "s", id_list(n.system_cpus),
+                                    states));
+    }
+    return lines;
+}
+
 std::vector<std::string> cpu_table(const Snapshot& snap) {
     Table t({{"CPU", Align::Right},
              {"SYS", Align::Right},
@@ -114,7 +176,8 @@ std::vector<std::string> cpu_table(const Snapshot& snap) {
              {"LABEL"},
              {"TID", Align::Right},
              {"HELD", Align::Right}});
-    for (const auto& c : snap.cpus) {
+    for (const CpuRow* row : by_node(snap)) {
+        const CpuRow& c = *row;
         std::vector<std::string> cells{std::to_string(c.cpu),
                                        shown_number(c.system_cpu_known, c.system_cpu),
                                        shown_number(c.numa_known, c.numa), c.state};
@@ -125,7 +188,10 @@ std::vector<std::string> cpu_table(const Snapshot& snap) {
             cells.insert(cells.end(), {"-", "-", "-", "-", "-"});
         t.add_row(std::move(cells));
     }
-    return t.render();
+    std::vector<std::string> lines = node_lines(snap);
+    for (auto& l : t.render())
+        lines.push_back(std::move(l));
+    return lines;
 }
 
 std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* previous, bool share) {
@@ -155,7 +221,10 @@ std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* pre
                      {std::to_string(p.handoffs), shown_number(p.threads_known, p.threads)});
         t.add_row(std::move(cells));
     }
-    return t.render();
+    std::vector<std::string> lines = node_lines(snap);
+    for (auto& l : t.render())
+        lines.push_back(std::move(l));
+    return lines;
 }
 
 std::vector<std::string> runtime_table(const Snapshot& snap) {
@@ -178,7 +247,10 @@ std::vector<std::string> runtime_table(const Snapshot& snap) {
         }
         t.add_row(std::move(cells));
     }
-    return t.render();
+    std::vector<std::string> lines = node_lines(snap);
+    for (auto& l : t.render())
+        lines.push_back(std::move(l));
+    return lines;
 }
 
 std::string top_title(const Snapshot& snap) {
@@ -227,9 +299,11 @@ std::vector<std::string> info_lines(const Snapshot& snap, const std::string& bin
              {"SYS", Align::Right},
              {"NUMA", Align::Right},
              {"CORE", Align::Right}});
-    for (const auto& c : snap.cpus)
-        t.add_row({std::to_string(c.cpu), shown_number(c.system_cpu_known, c.system_cpu),
-                   shown_number(c.numa_known, c.numa), shown_number(c.core_known, c.core)});
+    for (const CpuRow* c : by_node(snap))
+        t.add_row({std::to_string(c->cpu), shown_number(c->system_cpu_known, c->system_cpu),
+                   shown_number(c->numa_known, c->numa), shown_number(c->core_known, c->core)});
+    for (auto& line : node_lines(snap))
+        lines.push_back("  " + line);
     for (auto& line : t.render())
         lines.push_back("  " + line);
     return lines;
@@ -278,20 +352,36 @@ json processes_json(const Snapshot& snap) {
     return procs;
 }
 
+// The NUMA nodes, each with its CPUs (logical indices) and the count of
+// its CPUs in each state.
+json nodes_json(const Snapshot& snap) {
+    json nodes = json::array();
+    for (const NodeSummary& n : node_summaries(snap)) {
+        json cpus = json::array();
+        for (const CpuRow* c : by_node(snap))
+            if (c->numa_known && c->numa == n.node) cpus.push_back(c->cpu);
+        nodes.push_back({{"node", n.node}, {"cpus", cpus}, {"states", n.states}});
+    }
+    return nodes;
+}
+
 json top_json(const Snapshot& snap) {
     return {{"segment", snap.segment.shm_name},
             {"cpus", cpus_json(snap)},
+            {"numa_nodes", nodes_json(snap)},
             {"processes", processes_json(snap)}};
 }
 
 json info_json(const Snapshot& snap, const std::string& binding) {
     const SegmentInfo& s = snap.segment;
     json topology = json::array();
-    for (const auto& c : snap.cpus)
+    for (const CpuRow* row : by_node(snap)) {
+        const CpuRow& c = *row;
         topology.push_back({{"cpu", c.cpu},
                             {"system_cpu", or_null(c.system_cpu_known, c.system_cpu)},
                             {"numa", or_null(c.numa_known, c.numa)},
                             {"core", or_null(c.core_known, c.core)}});
+    }
     return {{"segment",
              {{"name", s.shm_name},
               {"size", s.size},
@@ -316,6 +406,7 @@ json info_json(const Snapshot& snap, const std::string& binding) {
              {{"cpus", s.cpu_count},
               {"numa_nodes", s.numa_count},
               {"cpu_list", topology},
+              {"nodes", nodes_json(snap)},
               {"origin", s.cpu_origin},
               {"quota_cpus", or_null(s.quota_cpus > 0, s.quota_cpus)},
               {"quota_origin", or_null(s.quota_cpus > 0, s.quota_origin)}}}};

@@ -5,6 +5,7 @@
 
 #include "snapshot.hpp"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,6 +16,17 @@ namespace coexec::cli {
 std::string format_duration(uint64_t ns);
 
 // The per-CPU table of `coexec top`.
+// A NUMA node's CPUs, as the views group them.
+struct NodeSummary {
+    int node = 0;
+    std::vector<int> system_cpus;      // the known system ids, ascending
+    std::map<std::string, int> states; // CpuRow::state -> how many
+};
+// One line per NUMA node, when the segment has more than one: its CPUs and
+// how many are in each state (above the CPU tables of top and info).
+std::vector<std::string> node_lines(const Snapshot& snap);
+// The CPUs, grouped by NUMA node (node_lines() first when there are two or
+// more), one row each.
 std::vector<std::string> cpu_table(const Snapshot& snap);
 
 // The per-process table of `coexec top` and `coexec ps`. With `previous`

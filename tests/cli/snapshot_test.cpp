@@ -343,3 +343,42 @@ TEST(Snapshot, CountsOutOfRangeShowAsUnknown) {
     EXPECT_EQ(snap.segment.trace_recorders, uint32_t(shm::kMaxRecorders));
     EXPECT_EQ(cli::info_json(snap, "all")["usage"]["unheld_cpus"], 2);
 }
+
+// top and info group the CPUs by NUMA node: a line per node (its CPUs and
+// their states) above a table ordered node by node, and the nodes in JSON.
+TEST(Snapshot, CpusAreGroupedByNumaNode) {
+    cli::Snapshot snap;
+    for (int c = 0; c < 4; ++c) {
+        cli::CpuRow row;
+        row.cpu = c;
+        row.system_cpu = 10 + c;
+        row.numa = c % 2 == 0 ? 1 : 0; // CPUs 1 and 3 on node 0, 0 and 2 on node 1
+        row.core = row.system_cpu;
+        row.state = c == 0 ? "running" : "free";
+        snap.cpus.push_back(row);
+    }
+    snap.segment.cpu_count = 4;
+    snap.segment.numa_count = 2;
+    const std::vector<std::string> lines = cli::cpu_table(snap);
+    ASSERT_GE(lines.size(), 7u);
+    EXPECT_EQ(lines[0], "node 0: 2 CPUs (system 11,13), 2 free");
+    EXPECT_EQ(lines[1], "node 1: 2 CPUs (system 10,12), 1 running, 1 free");
+    // The header, then CPUs 1, 3 (node 0) and 0, 2 (node 1).
+    std::vector<int> order;
+    for (size_t i = 3; i < lines.size(); ++i)
+        order.push_back(std::stoi(lines[i]));
+    EXPECT_EQ(order, (std::vector<int>{1, 3, 0, 2}));
+    const auto info = cli::info_lines(snap, "all");
+    EXPECT_NE(
+        std::find(info.begin(), info.end(), "  node 1: 2 CPUs (system 10,12), 1 running, 1 free"),
+        info.end());
+    const auto nodes = cli::top_json(snap)["numa_nodes"];
+    ASSERT_EQ(nodes.size(), 2u);
+    EXPECT_EQ(nodes[1]["cpus"], nlohmann::json({0, 2}));
+    EXPECT_EQ(nodes[1]["states"]["running"], 1);
+    EXPECT_EQ(cli::info_json(snap, "all")["topology"]["nodes"].size(), 2u);
+    // One node: no node lines.
+    for (auto& c : snap.cpus)
+        c.numa = 0;
+    EXPECT_EQ(cli::cpu_table(snap).size(), 1u + 4u);
+}
