@@ -121,11 +121,6 @@ void keep_spread(std::vector<CpuInfo>& cpus, int n) {
 
 } // namespace
 
-// The most CPU ids a Linux kernel has (NR_CPUS, 8,192 with MAXSMP): a list
-// naming more is malformed. Which of them coexec can manage is
-// discover_cpus()'s to say.
-constexpr long kCpuIds = 8192;
-
 bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string& error) {
     out.clear();
     size_t pos = 0;

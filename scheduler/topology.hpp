@@ -22,8 +22,13 @@ struct Discovery {
     std::string quota_origin;  // where that quota came from
 };
 
-// Parses a Linux CPU list ("0-3,8,10-11") into sorted unique ids. Returns
-// false with a message on malformed input.
+// The most CPU ids a Linux kernel has (NR_CPUS, 8,192 with MAXSMP): a CPU
+// list naming an id at or past it is malformed. Which ids coexec can manage
+// is discover_cpus()'s to say (below shm::kMaxCpus).
+inline constexpr int kCpuIds = 8192;
+
+// Parses a Linux CPU list ("0-3,8,10-11") into sorted unique ids below
+// kCpuIds. Returns false with a message on malformed input.
 bool parse_cpu_list(const std::string& text, std::vector<int>& out, std::string& error);
 
 // The reverse: sorted unique ids as a Linux CPU list ("0-3,8").

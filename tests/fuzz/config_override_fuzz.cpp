@@ -24,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!std::is_sorted(cpus.begin(), cpus.end()) ||
         std::adjacent_find(cpus.begin(), cpus.end()) != cpus.end())
         fuzz::fail("an accepted CPU list is not sorted and unique");
-    if (cpus.front() < 0 || cpus.back() >= 4096) fuzz::fail("a CPU id out of range");
+    if (cpus.front() < 0 || cpus.back() >= scheduler::kCpuIds)
+        fuzz::fail("a CPU id out of range");
     return 0;
 }
