@@ -32,18 +32,10 @@ if ((cpus < 1 || cpus > have)); then
 fi
 procs=$((cpus * 32 > 4096 ? 4096 : cpus * 32))
 
-needed=(bin/coexec bin/coexec-bench-substrate bin/coexec-bench-scheduler-scaling
-        bin/coexec-bench-many-procs bin/hpccg-clang bin/hpccg-gcc
-        lib/coexec/openmp/libomp.so.5 lib/coexec/openmp/libgomp.so.1)
-for f in "${needed[@]}"; do
-  if [[ ! -e $build/$f ]]; then
-    echo "bignode: $build/$f missing: building"
-    [[ -f $build/CMakeCache.txt ]] ||
-      cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    cmake --build "$build" -j"$have"
-    break
-  fi
-done
+source "$root/scripts/ensure-build.sh"
+ensure_build "$root" "$build" "$have" bin/coexec bin/coexec-bench-substrate \
+  bin/coexec-bench-scheduler-scaling bin/coexec-bench-many-procs bin/hpccg-clang bin/hpccg-gcc \
+  lib/coexec/openmp/libomp.so.5 lib/coexec/openmp/libgomp.so.1
 
 commit=$(git -C "$root" rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
 out=${OUT:-$root/benchmarks/results/bignode-$(date -u +%F)-$commit}

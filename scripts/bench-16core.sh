@@ -33,17 +33,9 @@ if ((have < cpus)); then
 fi
 
 start=$(date +%s)
-needed=(bin/coexec bin/hpccg-clang bin/hpccg-gcc bin/gpt2-clang lib/coexec/openmp/libomp.so.5
-        lib/coexec/openmp/libgomp.so.1 lib/coexec/openmp-stock/libomp.so.5)
-for f in "${needed[@]}"; do
-  if [[ ! -e $build/$f ]]; then
-    echo "bench-16core: $build/$f missing: building"
-    [[ -f $build/CMakeCache.txt ]] ||
-      cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    cmake --build "$build" -j"$have"
-    break
-  fi
-done
+source "$root/scripts/ensure-build.sh"
+ensure_build "$root" "$build" "$have" bin/coexec bin/hpccg-clang bin/hpccg-gcc bin/gpt2-clang \
+  lib/coexec/openmp/libomp.so.5 lib/coexec/openmp/libgomp.so.1 lib/coexec/openmp-stock/libomp.so.5
 
 commit=$(git -C "$root" rev-parse --short=7 HEAD)
 day=$(date -u +%F)

@@ -3,6 +3,7 @@
 #include "table.hpp"
 
 #include "scheduler/shared_scheduler.hpp"
+#include "scheduler/topology.hpp"
 
 #include <algorithm>
 #include <array>
@@ -136,16 +137,7 @@ std::vector<NodeSummary> node_summaries(const Snapshot& snap) {
 }
 
 std::string id_list(const std::vector<int>& ids) {
-    std::string out;
-    for (size_t i = 0; i < ids.size();) {
-        size_t j = i;
-        while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
-            ++j;
-        if (!out.empty()) out += ",";
-        out += j == i ? std::to_string(ids[i]) : fmt::format("{}-{}", ids[i], ids[j]);
-        i = j + 1;
-    }
-    return out.empty() ? "-" : out;
+    return ids.empty() ? "-" : scheduler::format_cpu_list(ids);
 }
 
 } // namespace
