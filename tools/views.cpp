@@ -213,10 +213,7 @@ std::vector<std::string> process_table(const Snapshot& snap, const Snapshot* pre
                      {std::to_string(p.handoffs), shown_number(p.threads_known, p.threads)});
         t.add_row(std::move(cells));
     }
-    std::vector<std::string> lines = node_lines(snap);
-    for (auto& l : t.render())
-        lines.push_back(std::move(l));
-    return lines;
+    return t.render();
 }
 
 std::vector<std::string> runtime_table(const Snapshot& snap) {
@@ -239,10 +236,7 @@ std::vector<std::string> runtime_table(const Snapshot& snap) {
         }
         t.add_row(std::move(cells));
     }
-    std::vector<std::string> lines = node_lines(snap);
-    for (auto& l : t.render())
-        lines.push_back(std::move(l));
-    return lines;
+    return t.render();
 }
 
 std::string top_title(const Snapshot& snap) {

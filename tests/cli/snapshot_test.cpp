@@ -377,6 +377,9 @@ TEST(Snapshot, CpusAreGroupedByNumaNode) {
     EXPECT_EQ(nodes[1]["cpus"], nlohmann::json({0, 2}));
     EXPECT_EQ(nodes[1]["states"]["running"], 1);
     EXPECT_EQ(cli::info_json(snap, "all")["topology"]["nodes"].size(), 2u);
+    // The node lines head the CPU tables only.
+    EXPECT_EQ(cli::process_table(snap, nullptr, true).size(), 1u + snap.procs.size());
+    EXPECT_EQ(cli::runtime_table(snap).size(), 1u + snap.procs.size());
     // One node: no node lines.
     for (auto& c : snap.cpus)
         c.numa = 0;
