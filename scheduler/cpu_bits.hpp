@@ -52,4 +52,17 @@ int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
     return find_in(bits.words, count, visit);
 }
 
+// find_in() over the CPUs in both `a` and `b`.
+template <class Visit>
+int32_t find_in_both(const shm::CpuBits& a, const shm::CpuBits& b, int32_t count, Visit visit) {
+    for (int32_t i = 0; i * 64 < count; ++i) {
+        for (uint64_t w = a.words[i] & b.words[i]; w != 0; w &= w - 1) {
+            const int32_t c = i * 64 + std::countr_zero(w);
+            if (c >= count) return shm::kNone;
+            if (visit(c)) return c;
+        }
+    }
+    return shm::kNone;
+}
+
 } // namespace coexec::scheduler

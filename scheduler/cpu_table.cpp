@@ -62,8 +62,12 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
     clear(h.free_cpus);
     clear(h.idle_cpus);
     clear(h.lent_cpus);
-    for (int32_t c = 0; c < count; ++c)
+    for (CpuBits& node : s_.numa_cpus)
+        clear(node);
+    for (int32_t c = 0; c < count; ++c) {
         note_state(c, CpuState::Free);
+        assign(s_.numa_cpus[s_.cpus[c].numa], c, true);
+    }
 }
 
 void CpuTable::note_state(int32_t c, CpuState st) {

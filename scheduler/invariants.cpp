@@ -3,6 +3,7 @@
 #include "scheduler/cpu_bits.hpp"
 #include "shm/segment.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -253,6 +254,9 @@ void check_procs(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
             r.add("process slot ", p, " has invalid state ", uint32_t(st));
         else if (st == ProcState::Alive && !k.on_alive_list[size_t(p)])
             r.add("process slot ", p, " is Alive but missing from the alive list");
+        if (const int32_t home = s.procs[p].home_numa;
+            st == ProcState::Alive && b.numa > 0 && home != kNone && !in_range(home, b.numa))
+            r.add("process slot ", p, " has home_numa ", home, ", neither kNone nor a NUMA node");
     }
 }
 
@@ -299,6 +303,17 @@ void check_unheld_sets(const Segment& s, const Bounds& b, Report& r) {
                   " but in the header's unheld sets as free ", int(free), ", idle ", int(idle),
                   ", lent ", int(lent));
     }
+    // Each CPU in its own NUMA node's set, and in no other.
+    const int32_t nodes = std::clamp(h.numa_count, 0, kMaxNuma);
+    for (int32_t n = 0; n < nodes; ++n)
+        if (int32_t c = find_in(s.numa_cpus[n], kMaxCpus,
+                                [&](int32_t c) { return c >= b.cpus || s.cpus[c].numa != n; });
+            c != kNone)
+            r.add("header: the CPU set of NUMA node ", n, " holds CPU slot ", c,
+                  c >= b.cpus ? ", past cpu_count" : ", which is on another node");
+    for (int32_t c = 0; c < b.cpus; ++c)
+        if (const int32_t n = s.cpus[c].numa; n >= 0 && n < nodes && !contains(s.numa_cpus[n], c))
+            r.add("CPU ", c, " is on NUMA node ", n, " but not in that node's CPU set");
     for (const CpuBits* set : {&h.free_cpus, &h.idle_cpus, &h.lent_cpus})
         if (int32_t c = find_in(*set, kMaxCpus, [&](int32_t c) { return c >= b.cpus; }); c != kNone)
             r.add("header: an unheld set holds CPU slot ", c, ", past cpu_count ", b.cpus);

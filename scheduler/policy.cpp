@@ -198,28 +198,41 @@ constexpr auto any_cpu = [](int32_t) { return true; };
 } // namespace
 
 template <class Also>
-int32_t Policy::pick_unheld(const CpuBits& set, const Placement& where, Also also) const {
+int32_t Policy::pick_unheld(const CpuBits& set, const Placement& where, int32_t node,
+                            Also also) const {
     const int32_t n = cpus_.cpu_count();
     auto fits = [&](int32_t c) { return where.allows(s_.cpus[c], c) && also(c); };
     if (const int32_t p = where.preferred(); p >= 0 && p < n && contains(set, p) && fits(p))
         return p;
+    if (node != kNone)
+        if (const int32_t c = find_in_both(set, s_.numa_cpus[node], n, fits); c != kNone) return c;
     return find_in(set, n, fits);
+}
+
+int32_t Policy::preferred_node(int32_t proc, const Placement& where) const {
+    const int32_t nodes = std::clamp(s_.header.numa_count, 0, kMaxNuma);
+    if (nodes < 2 || where.strict) return kNone; // strict work is placed by allows()
+    const int32_t node = where.kind == Placement::Kind::Numa  ? where.index
+                         : where.kind == Placement::Kind::Any ? s_.procs[proc].home_numa
+                                                              : kNone;
+    return node >= 0 && node < nodes ? node : kNone;
 }
 
 int32_t Policy::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
     const Header& h = s_.header;
+    const int32_t node = preferred_node(proc, where);
     auto own = [&](int32_t c) { return s_.cpus[c].owner_proc.load(rlx) == proc; };
     // Our own idle worker takes the work: one wake, no new thread.
-    if (const int32_t c = pick_unheld(h.idle_cpus, where, own); c != kNone) {
+    if (const int32_t c = pick_unheld(h.idle_cpus, where, node, own); c != kNone) {
         cpus_.grant(c, s_.cpus[c].owner_thread.load(rlx), wakes);
         return c;
     }
     if (s_.procs[proc].pool_size.load(rlx) == 0) return kNone;
     // Else a Free CPU, another process's idle holder's, or a Lent one: last
     // choice, its lender may come back for it any moment.
-    int32_t c = pick_unheld(h.free_cpus, where, any_cpu);
-    if (c == kNone) c = pick_unheld(h.idle_cpus, where, [&](int32_t c) { return !own(c); });
-    if (c == kNone) c = pick_unheld(h.lent_cpus, where, any_cpu);
+    int32_t c = pick_unheld(h.free_cpus, where, node, any_cpu);
+    if (c == kNone) c = pick_unheld(h.idle_cpus, where, node, [&](int32_t c) { return !own(c); });
+    if (c == kNone) c = pick_unheld(h.lent_cpus, where, node, any_cpu);
     if (c == kNone) return kNone;
     cpus_.evict_holder(c);
     grant_to_pool(c, proc, wakes);
@@ -277,11 +290,12 @@ int32_t Policy::find_unheld_cpu(int32_t proc, const Placement& where, int32_t pr
         p >= 0 && p < cpus_.cpu_count() && s_.cpus[p].state.load(rlx) != CpuState::Running)
         return p;
     const Header& h = s_.header;
+    const int32_t node = preferred_node(proc, where);
     auto own = [&](int32_t c) { return s_.cpus[c].owner_proc.load(rlx) == proc; };
-    int32_t c = pick_unheld(h.free_cpus, where, any_cpu);
-    if (c == kNone) c = pick_unheld(h.idle_cpus, where, own);
-    if (c == kNone) c = pick_unheld(h.idle_cpus, where, [&](int32_t c) { return !own(c); });
-    if (c == kNone) c = pick_unheld(h.lent_cpus, where, any_cpu);
+    int32_t c = pick_unheld(h.free_cpus, where, node, any_cpu);
+    if (c == kNone) c = pick_unheld(h.idle_cpus, where, node, own);
+    if (c == kNone) c = pick_unheld(h.idle_cpus, where, node, [&](int32_t c) { return !own(c); });
+    if (c == kNone) c = pick_unheld(h.lent_cpus, where, node, any_cpu);
     return c;
 }
 

@@ -166,10 +166,16 @@ class Policy {
     // grant_unheld_cpu() for the order.
     // The CPU of unheld set `set` (a header's free_cpus, idle_cpus or
     // lent_cpus) that `where` allows and `also(cpu)` accepts: the
-    // placement's preferred CPU, else the lowest. It visits the set's
-    // members, not every CPU slot. (Defined and used in policy.cpp.)
+    // placement's preferred CPU, else the lowest on NUMA node `node` (if not
+    // kNone), else the lowest. It visits the set's members, not every CPU
+    // slot. (Defined and used in policy.cpp.)
     template <class Also>
-    int32_t pick_unheld(const shm::CpuBits& set, const Placement& where, Also also) const
+    int32_t pick_unheld(const shm::CpuBits& set, const Placement& where, int32_t node,
+                        Also also) const COEXEC_REQUIRES(segment_lock);
+    // The NUMA node whose CPUs `proc`'s work placed at `where` prefers: a
+    // non-strict node placement's, else (for work that may run anywhere) the
+    // process's home node; kNone for none.
+    int32_t preferred_node(int32_t proc, const Placement& where) const
         COEXEC_REQUIRES(segment_lock);
     int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const
         COEXEC_REQUIRES(segment_lock);

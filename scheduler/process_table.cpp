@@ -76,7 +76,8 @@ void ProcessTable::format() {
 
 // ---- processes -------------------------------------------------------
 
-int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std::string& name) {
+int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std::string& name,
+                                       int32_t home_numa) {
     Header& h = s_.header;
     for (int32_t p = 0; p < kMaxProcs; ++p) {
         ProcSlot& slot = s_.procs[p];
@@ -108,6 +109,7 @@ int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std
         slot.monitor_tid.store(0, rlx);
         slot.receiver.store(kNone, rlx);
         slot.departing.store(0, rlx);
+        slot.home_numa = home_numa;
         // Release: other processes that see Alive see the cleared counters.
         slot.state.store(ProcState::Alive, std::memory_order_release);
         h.alive[h.alive_count++] = p;

@@ -41,8 +41,10 @@ class ProcessTable {
 
     // ---- processes ---------------------------------------------------
     // A free process slot for `pid`, or kNone when all are taken.
-    int32_t register_process(pid_t pid, uint64_t start_time, const std::string& name)
-        COEXEC_REQUIRES(segment_lock);
+    // `home_numa`: the NUMA node its unbound work prefers (ProcSlot), or
+    // kNone.
+    int32_t register_process(pid_t pid, uint64_t start_time, const std::string& name,
+                             int32_t home_numa = shm::kNone) COEXEC_REQUIRES(segment_lock);
     // Whether `proc` is still the Alive member `pid` started at
     // `start_time` (a slot may be freed, or reused, at any time).
     bool still_names(int32_t proc, pid_t pid, uint64_t start_time) const

@@ -8,11 +8,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <numa.h>
+#include <numaif.h>
 #include <sched.h>
 #include <unistd.h>
 
 namespace coexec::scheduler {
 namespace {
+
+// Words of the node mask get_mempolicy() fills: 1,024 nodes, as libnuma.
+constexpr int kMaxNodeWords = 16;
 
 bool affinity_ids(std::vector<int>& ids, std::string& error) {
     // The kernel's mask (not libcoexec's sched_getaffinity export).
@@ -257,6 +261,45 @@ bool discover_cpus(const std::string& binding, Discovery& out, std::string& erro
             return false;
         }
     return true;
+}
+
+OwnPlacement read_own_placement() {
+    OwnPlacement own;
+    CpuMask mask;
+    if (mask.read_own())
+        for (int i = 0; i < CpuMask::kIds; ++i)
+            if (mask.test(i)) own.cpus.push_back(i);
+    // The memory policy of the calling thread: only a bind or a preference
+    // names nodes (the default and local policies name none; interleaving
+    // names several, which no one node fits).
+    int mode = 0;
+    unsigned long nodes[kMaxNodeWords] = {};
+    if (::get_mempolicy(&mode, nodes, kMaxNodeWords * 64, nullptr, 0) == 0 &&
+        (mode == MPOL_BIND || mode == MPOL_PREFERRED))
+        for (int n = 0; n < kMaxNodeWords * 64; ++n)
+            if ((nodes[n / 64] >> (n % 64)) & 1) own.memory_nodes.push_back(n);
+    return own;
+}
+
+int32_t home_numa_node(const shm::Segment& s, const OwnPlacement& own) {
+    const int32_t cpus = std::clamp(s.header.cpu_count, 0, s.header.max_cpus);
+    if (s.header.numa_count < 2) return shm::kNone;
+    // The node of each managed CPU in the affinity mask: one node, or none.
+    int32_t node = shm::kNone;
+    bool one = true;
+    for (int32_t c = 0; c < cpus; ++c) {
+        if (!std::binary_search(own.cpus.begin(), own.cpus.end(), s.cpus[c].system_id)) continue;
+        if (node == shm::kNone)
+            node = s.cpus[c].numa;
+        else if (node != s.cpus[c].numa)
+            one = false;
+    }
+    if (node != shm::kNone && one) return node;
+    // Else the memory policy's node, if it names exactly one the segment has.
+    if (own.memory_nodes.size() != 1) return shm::kNone;
+    for (int32_t c = 0; c < cpus; ++c)
+        if (s.cpus[c].system_numa == own.memory_nodes.front()) return s.cpus[c].numa;
+    return shm::kNone;
 }
 
 } // namespace coexec::scheduler

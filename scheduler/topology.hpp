@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cgroup_limits.hpp"
+#include "shm/layout.hpp"
 
 #include <string>
 #include <vector>
@@ -48,5 +49,22 @@ std::string format_cpu_list(const std::vector<int>& ids);
 bool discover_cpus(const std::string& binding, Discovery& out, std::string& error,
                    const CgroupLimits& limits = read_cgroup_limits(),
                    const std::string& sysfs_cpu = "/sys/devices/system/cpu");
+
+// What a process names as its NUMA node: the kernel CPUs of its affinity
+// mask, and the kernel NUMA nodes its memory policy binds it to or prefers
+// (none for the default policy). read_own_placement() reads them for the
+// calling thread.
+struct OwnPlacement {
+    std::vector<int> cpus;
+    std::vector<int> memory_nodes;
+};
+OwnPlacement read_own_placement();
+
+// The logical NUMA node of `segment` that `own` names, for the process's
+// work that may run anywhere (ProcSlot::home_numa): the node of every
+// managed CPU in its affinity mask, when they are all on one node, else the
+// one node its memory policy names; kNone when neither names exactly one
+// node, or the segment has a single node.
+int32_t home_numa_node(const shm::Segment& segment, const OwnPlacement& own);
 
 } // namespace coexec::scheduler

@@ -220,6 +220,10 @@ struct alignas(64) ProcSlot {
     // segment's in-use lock, and the last mapping to close counts it as gone
     // (SegmentMapping::leave_at_exit()). The slot stays until it is reaped.
     std::atomic<uint32_t> departing;
+    // The NUMA node (logical) its affinity or memory policy names when it
+    // registers, or kNone: its work that may run anywhere prefers CPUs
+    // there. Under the lock (ProcessTable::register_process()).
+    int32_t home_numa;
     alignas(64) std::atomic<int64_t> ready_total; // every ready item
     std::atomic<int64_t> ready_any;               // runnable on any CPU
     std::atomic<int64_t> ready_numa[kMaxNuma];    // strictly bound to a NUMA node
@@ -355,6 +359,10 @@ struct Segment {
     // so that its leaving visits those and not every CPU slot. Under the
     // lock.
     PlacedArray<uint64_t> proc_cpus;
+    // Each NUMA node's CPU slots: written with the CPU table
+    // (CpuTable::format()), read-only after. (Not in the header: a reader
+    // maps the header before it knows the segment's size.)
+    alignas(64) CpuBits numa_cpus[kMaxNuma];
     ProcSlot procs[kMaxProcs];
     ThreadSlot threads[kMaxThreads];
 };

@@ -86,6 +86,9 @@ int Membership::enter(const config::Config& config, std::string& why) {
     if (segment().header.cpu_count > 0)
         for (const auto& m : sched.watch().remnants_of(pid, start))
             dead.push_back(m);
+    // System calls, outside the lock: the node the process's affinity or
+    // memory policy names, which its unbound work prefers.
+    const scheduler::OwnPlacement own = scheduler::read_own_placement();
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched, wakes);
@@ -124,7 +127,8 @@ int Membership::enter(const config::Config& config, std::string& why) {
             if (discovered) sched.format(found, settings);
         }
         if (!corrupt && discovered)
-            proc_ = sched.procs().register_process(pid, start, process_name());
+            proc_ = sched.procs().register_process(pid, start, process_name(),
+                                                   scheduler::home_numa_node(segment(), own));
     }
     wakes.flush(segment());
     if (!corrupt && discovered && proc_ == kNone) {
@@ -134,7 +138,8 @@ int Membership::enter(const config::Config& config, std::string& why) {
         {
             scheduler::SchedulerLock lock(sched, wakes);
             if (sched.reap(dead, wakes))
-                proc_ = sched.procs().register_process(pid, start, process_name());
+                proc_ = sched.procs().register_process(pid, start, process_name(),
+                                                       scheduler::home_numa_node(segment(), own));
         }
         wakes.flush(segment());
     }

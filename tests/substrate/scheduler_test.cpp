@@ -3,6 +3,7 @@
 #include "support.hpp"
 
 #include "scheduler/holder_liveness.hpp"
+#include "scheduler/invariants.hpp"
 #include "scheduler/shared_scheduler.hpp"
 #include "scheduler/thread_word.hpp"
 #include "shm/clock.hpp"
@@ -867,4 +868,43 @@ TEST_F(SchedulerTest, AFreedCpuPrefersAProcessWhoseWorkIsLocalToIt) {
         (void)b;
         (void)on_cpu0;
     }
+}
+
+// Work that may run anywhere goes to an unheld CPU on its process's home
+// NUMA node (the node its affinity or memory policy names) when there is
+// one; a non-strict node placement prefers its node the same way.
+TEST(SchedulerNuma, UnboundWorkPrefersItsHomeNode) {
+    SegmentOptions o;
+    o.isolation = Isolation::Process;
+    o.cpu_slots = 4;
+    o.initialize = [](Segment& s) {
+        Discovery two_nodes;
+        two_nodes.cpus = {{0, 0, 0}, {1, 1, 0}, {2, 2, 1}, {3, 3, 1}};
+        SharedScheduler(s).format_unpublished(two_nodes, SegmentConfig{});
+    };
+    SegmentError e;
+    SegmentMapping map = SegmentMapping::open(o, e);
+    ASSERT_TRUE(map) << e.message;
+    Segment& s = *map.get();
+    ASSERT_EQ(s.header.numa_count, 2);
+    SharedScheduler sched(s);
+    WakeList w;
+    scheduler::SchedulerLock lock(sched, w);
+    const pid_t pid = ::getpid();
+    const uint64_t start = process_start_time(pid);
+    auto member = [&](int32_t home) {
+        const int32_t p = sched.procs().register_process(pid, start, "numa", home);
+        for (int i = 0; i < 2; ++i)
+            sched.procs().pool_push(
+                sched.procs().alloc_thread(p, 0, "worker", ThreadState::Blocked));
+        return p;
+    };
+    const int32_t homeless = member(kNone), on_node1 = member(1), anywhere = member(kNone);
+    EXPECT_EQ(sched.policy().claim_unheld_cpu(on_node1, {}, w), 2);
+    EXPECT_EQ(sched.policy().claim_unheld_cpu(homeless, {}, w), 0);
+    // A non-strict placement on node 1 prefers it too; node 1's last CPU.
+    EXPECT_EQ(sched.policy().claim_unheld_cpu(anywhere, {Placement::Kind::Numa, 1, false}, w), 3);
+    // Node 1 full: the home node is a preference, not a bound.
+    EXPECT_EQ(sched.policy().claim_unheld_cpu(on_node1, {}, w), 1);
+    EXPECT_EQ(check_invariants(s), std::vector<std::string>{});
 }

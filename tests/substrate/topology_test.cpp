@@ -1,6 +1,8 @@
 // CPU lists, cgroup limits and CPU discovery (checked against hwloc).
+#include "scheduler/shared_scheduler.hpp"
 #include "scheduler/topology.hpp"
 #include "shm/layout.hpp"
+#include "shm/segment.hpp"
 
 #include <gtest/gtest.h>
 #include <hwloc.h>
@@ -315,4 +317,31 @@ TEST(Topology, MoreCpusThanASegmentHoldsIsAnError) {
     limits.quota_source = "fake quota";
     ASSERT_TRUE(discover_cpus("all", d, err, limits, sys.path())) << err;
     EXPECT_EQ(d.cpus.size(), 8u);
+}
+
+// The home NUMA node a process names: its affinity's node when every
+// managed CPU in it is on one node, else its memory policy's one node.
+TEST(Topology, AHomeNodeComesFromTheAffinityElseTheMemoryPolicy) {
+    shm::SegmentOptions o;
+    o.isolation = shm::Isolation::Process;
+    o.cpu_slots = 4;
+    o.initialize = [](shm::Segment& s) {
+        Discovery two_nodes; // system nodes 4 and 6: logical 0 and 1
+        two_nodes.cpus = {{10, 10, 4}, {11, 11, 4}, {12, 12, 6}, {13, 13, 6}};
+        SharedScheduler(s).format_unpublished(two_nodes, shm::SegmentConfig{});
+    };
+    shm::SegmentError e;
+    shm::SegmentMapping map = shm::SegmentMapping::open(o, e);
+    ASSERT_TRUE(map) << e.message;
+    const shm::Segment& s = *map.get();
+    EXPECT_EQ(home_numa_node(s, {{12, 13, 99}, {}}), 1);          // CPU 99 is not managed
+    EXPECT_EQ(home_numa_node(s, {{10}, {6}}), 0);                 // the affinity wins
+    EXPECT_EQ(home_numa_node(s, {{11, 12}, {6}}), 1);             // two nodes: the memory's
+    EXPECT_EQ(home_numa_node(s, {{11, 12}, {4, 6}}), shm::kNone); // interleaved
+    EXPECT_EQ(home_numa_node(s, {{10, 11, 12, 13}, {}}), shm::kNone);
+    EXPECT_EQ(home_numa_node(s, {{}, {5}}), shm::kNone); // a node the segment lacks
+    // A process's own placement, as read: some CPU, and memory on no one node
+    // unless a policy says so.
+    const OwnPlacement own = read_own_placement();
+    EXPECT_FALSE(own.cpus.empty());
 }
