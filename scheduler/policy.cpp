@@ -64,8 +64,10 @@ bool Policy::turn_over(int32_t c, int32_t proc, uint64_t now) const {
 
 bool Policy::has_local_work(int32_t proc, int32_t cpu) const {
     const ProcSlot& p = s_.procs[proc];
-    return p.ready_total.load(rlx) > 0 && (ready_cpu_row(s_, proc)[cpu].load(rlx) > 0 ||
-                                           p.ready_numa[s_.cpus[cpu].numa].load(rlx) > 0);
+    const int32_t node = s_.cpus[cpu].numa;
+    return p.ready_total.load(rlx) > 0 &&
+           (ready_cpu_row(s_, proc)[cpu].load(rlx) > 0 || p.ready_numa[node].load(rlx) > 0 ||
+            (p.home_numa == node && p.ready_any.load(rlx) > 0));
 }
 
 int32_t Policy::running_cpus(int32_t proc) const {

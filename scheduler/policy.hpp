@@ -45,7 +45,8 @@ class Policy {
     // Does `proc` have ready work that may run on `cpu`?
     bool has_work(int32_t proc, int32_t cpu) const;
     // Does `proc` have ready work bound to `cpu` or to its NUMA node (work
-    // that can run nowhere else, next to its memory)?
+    // that can run nowhere else, next to its memory), or work that may run
+    // anywhere with `cpu`'s node its home node (ProcSlot::home_numa)?
     bool has_local_work(int32_t proc, int32_t cpu) const;
     // Does any process other than `self` have work for `cpu`?
     bool foreign_work(int32_t self, int32_t cpu) const;

@@ -907,4 +907,14 @@ TEST(SchedulerNuma, UnboundWorkPrefersItsHomeNode) {
     // Node 1 full: the home node is a preference, not a bound.
     EXPECT_EQ(sched.policy().claim_unheld_cpu(on_node1, {}, w), 1);
     EXPECT_EQ(check_invariants(s), std::vector<std::string>{});
+    // A node 1 CPU that comes free goes to the process at home there, though
+    // the round-robin order names another first.
+    sched.procs().pool_push(
+        sched.procs().alloc_thread(on_node1, 0, "worker", ThreadState::Blocked));
+    for (int32_t p : {homeless, on_node1}) {
+        s.procs[p].ready_total += 1;
+        s.procs[p].ready_any += 1;
+    }
+    sched.policy().release(3, w);
+    EXPECT_EQ(s.cpus[3].owner_proc.load(), on_node1);
 }
