@@ -892,7 +892,7 @@ TEST(SchedulerNuma, UnboundWorkPrefersItsHomeNode) {
     scheduler::SchedulerLock lock(sched, w);
     const pid_t pid = ::getpid();
     const uint64_t start = process_start_time(pid);
-    auto member = [&](int32_t home) {
+    auto member = [&](int32_t home) COEXEC_REQUIRES(scheduler::segment_lock) {
         const int32_t p = sched.procs().register_process(pid, start, "numa", home);
         for (int i = 0; i < 2; ++i)
             sched.procs().pool_push(
