@@ -181,7 +181,12 @@ Bounds check_header(const Segment& s, Report& r) {
     // Set when the segment was created, and checked by every mapping
     // (shm/segment.cpp), with the per-CPU arrays' places.
     const bool sized = h.max_cpus >= 1 && h.max_cpus <= kMaxCpus;
-    if (!sized) r.add("header: max_cpus ", h.max_cpus, " is not in 1..", kMaxCpus);
+    if (!sized) {
+        r.add("header: max_cpus ", h.max_cpus, " is not in 1..", kMaxCpus);
+        // Which of the two is wrong cannot be told: both are named.
+        r.add("header: total_size ", h.total_size, ", expected the size of a layout for max_cpus ",
+              h.max_cpus, ", which is out of range");
+    }
     const bool fits = sized && h.total_size == segment_layout(h.max_cpus).total;
     if (sized && !fits)
         r.add("header: total_size ", h.total_size, ", expected ", segment_layout(h.max_cpus).total,
