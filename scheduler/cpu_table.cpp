@@ -34,6 +34,13 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
     // The callers refuse more CPUs than the segment has slots for, with an
     // error that says so (Membership::enter, and the tools): never cut here.
     const int count = std::min<int>(int(cpus.size()), h.max_cpus);
+    // The node sets of an earlier layout (a segment reclaimed from dead
+    // members), and no more: a fresh segment's are zero pages, which
+    // writing zeros to would allocate (32 KiB).
+    const int32_t old_cpus = std::clamp(h.cpu_count, 0, h.max_cpus);
+    for (int32_t n = 0; n < std::clamp(h.numa_count, 0, kMaxNuma); ++n)
+        for (int32_t w = 0; w * 64 < old_cpus; ++w)
+            s_.numa_cpus[n].words[w] = 0;
     h.cpu_count = count;
     h.numa_count = int(numa_ids.size());
     for (int i = 0; i < h.max_cpus; ++i) {
@@ -62,8 +69,6 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
     clear(h.free_cpus);
     clear(h.idle_cpus);
     clear(h.lent_cpus);
-    for (CpuBits& node : s_.numa_cpus)
-        clear(node);
     for (int32_t c = 0; c < count; ++c) {
         note_state(c, CpuState::Free);
         assign(s_.numa_cpus[s_.cpus[c].numa], c, true);

@@ -2,6 +2,7 @@
 // by quantum, idle CPUs, reaping of dead processes and repair.
 #include "support.hpp"
 
+#include "scheduler/cpu_bits.hpp"
 #include "scheduler/holder_liveness.hpp"
 #include "scheduler/invariants.hpp"
 #include "scheduler/shared_scheduler.hpp"
@@ -917,4 +918,34 @@ TEST(SchedulerNuma, UnboundWorkPrefersItsHomeNode) {
     }
     sched.policy().release(3, w);
     EXPECT_EQ(s.cpus[3].owner_proc.load(), on_node1);
+}
+
+// A segment laid out again (reclaimed from dead members) with another
+// topology keeps nothing of the old one's node sets.
+TEST(SchedulerNuma, ALayoutAgainClearsTheOldNodeSets) {
+    SegmentOptions o;
+    o.isolation = Isolation::Process;
+    o.cpu_slots = 4;
+    o.initialize = [](Segment& s) {
+        Discovery two_nodes;
+        two_nodes.cpus = {{0, 0, 0}, {1, 1, 0}, {2, 2, 1}, {3, 3, 1}};
+        SharedScheduler(s).format_unpublished(two_nodes, SegmentConfig{});
+    };
+    SegmentError e;
+    SegmentMapping map = SegmentMapping::open(o, e);
+    ASSERT_TRUE(map) << e.message;
+    Segment& s = *map.get();
+    ASSERT_EQ(check_invariants(s), std::vector<std::string>{});
+    Discovery one_node;
+    one_node.cpus = {{5, 5, 0}, {7, 7, 0}};
+    WakeList w;
+    SharedScheduler sched(s);
+    {
+        scheduler::SchedulerLock lock(sched, w);
+        sched.format(one_node, SegmentConfig{});
+    }
+    EXPECT_EQ(s.header.numa_count, 1);
+    EXPECT_EQ(check_invariants(s), std::vector<std::string>{});
+    EXPECT_FALSE(contains(s.numa_cpus[1], 2));
+    EXPECT_FALSE(contains(s.numa_cpus[0], 2));
 }
