@@ -30,6 +30,14 @@ inline void clear(shm::CpuBits& bits) {
     for (uint64_t& w : bits.words)
         w = 0;
 }
+// Takes every CPU slot below `count` out of `bits`, writing only the words
+// that hold them.
+inline void clear_below(shm::CpuBits& bits, int32_t count) {
+    for (int32_t i = 0; i * 64 < count; ++i) {
+        uint64_t& w = bits.words[i];
+        w = 0;
+    }
+}
 
 // Calls `visit(c)` for each CPU slot c below `count` in `bits`, in index
 // order, until it returns true; returns that c, or kNone. It reads

@@ -39,8 +39,7 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
     // writing zeros to would allocate (32 KiB).
     const int32_t old_cpus = std::clamp(h.cpu_count, 0, h.max_cpus);
     for (int32_t n = 0; n < std::clamp(h.numa_count, 0, kMaxNuma); ++n)
-        for (int32_t w = 0; w * 64 < old_cpus; ++w)
-            s_.numa_cpus[n].words[w] = 0;
+        clear_below(s_.numa_cpus[n], old_cpus);
     h.cpu_count = count;
     h.numa_count = int(numa_ids.size());
     for (int i = 0; i < h.max_cpus; ++i) {
