@@ -33,6 +33,11 @@ Outcome measure_submit_throughput(const Options& options);
 // one CPU.
 Outcome measure_same_cpu_handoff(const Options& options);
 
+// Nanoseconds per barrier of a team of one attached thread per managed CPU
+// whose waiters pause and are submitted by the last arrival: an OpenMP
+// barrier where every wait sleeps.
+Outcome measure_team_barrier(const Options& options);
+
 // Nanoseconds per nosv_attach + nosv_detach pair on a plain pthread.
 Outcome measure_attach_detach(const Options& options);
 

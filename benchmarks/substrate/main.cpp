@@ -21,6 +21,7 @@ const Entry kEntries[] = {
     {{"submit-only", "  same, tasks created before the clock", true}, measure_submit_throughput},
     {{"handoff", "same-CPU pause/submit hand-off", false}, measure_same_cpu_handoff},
     {{"os-threads", "  OS floor: futex ping-pong, 2 threads/1 CPU", false}, measure_os_threads},
+    {{"barrier", "team barrier, every wait sleeps (pause/submit)", false}, measure_team_barrier},
     {{"attach", "attach+detach (plain pthread)", false}, measure_attach_detach},
     {{"init", "nosv_init+shutdown, first member", false}, measure_init_fresh},
     {{"join", "  same, joining an instance in use", false}, measure_init_joining},

@@ -12,7 +12,7 @@ namespace coexec::bench {
 
 const std::vector<std::string>& benchmark_names() {
     static const std::vector<std::string> names{
-        "throughput", "submit-only", "handoff",  "os-threads", "attach",   "init",
+        "throughput", "submit-only", "handoff",  "os-threads", "barrier",  "attach", "init",
         "join",       "xproc",       "os-relay", "xready",     "os-procs", "xyield"};
     return names;
 }
