@@ -1,6 +1,7 @@
 // Sets of CPU slots, a bit each (shm::CpuBits): the segment's unheld CPUs by
 // state (Header::free_cpus, idle_cpus and lent_cpus), which CpuTable keeps
-// and Policy searches instead of every CPU slot.
+// and Policy searches instead of every CPU slot; and the parked CPUs
+// (Header::parked, a shm::AtomicCpuBits), which threads change lock-free.
 #pragma once
 
 #include "shm/layout.hpp"
@@ -58,6 +59,47 @@ int32_t find_in(const uint64_t* words, int32_t count, Visit visit) {
 template <class Visit>
 int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
     return find_in(bits.words, count, visit);
+}
+// find_in() over a set others change meanwhile: each word is read once, so
+// a CPU that joins the set during the search may be missed, and one that
+// left it visited.
+template <class Visit>
+int32_t find_in(const shm::AtomicCpuBits& bits, int32_t count, Visit visit) {
+    for (int32_t i = 0; i * 64 < count; ++i) {
+        for (uint64_t w = bits.words[i].load(std::memory_order_seq_cst); w != 0; w &= w - 1) {
+            const int32_t c = i * 64 + std::countr_zero(w);
+            if (c >= count) return shm::kNone;
+            if (visit(c)) return c;
+        }
+    }
+    return shm::kNone;
+}
+
+// ---- a set changed without the lock (shm::AtomicCpuBits) ------------
+// seq_cst, all three: a submitter that reads Header::parked_cpus, and a
+// claimer that then searches the set, pair with a parker's mark and count
+// (CpuTable::park() says how).
+// The word that holds CPU slot c.
+inline std::atomic<uint64_t>& word_of(shm::AtomicCpuBits& bits, int32_t c) {
+    return bits.words[c / 64];
+}
+// Puts c in `bits`; true if it was not in it.
+inline bool mark(shm::AtomicCpuBits& bits, int32_t c) {
+    const uint64_t bit = uint64_t(1) << (c % 64);
+    return (word_of(bits, c).fetch_or(bit, std::memory_order_seq_cst) & bit) == 0;
+}
+// Takes c out of `bits`; true if it was in it.
+inline bool unmark(shm::AtomicCpuBits& bits, int32_t c) {
+    const uint64_t bit = uint64_t(1) << (c % 64);
+    return (word_of(bits, c).fetch_and(~bit, std::memory_order_seq_cst) & bit) != 0;
+}
+inline bool contains(const shm::AtomicCpuBits& bits, int32_t c) {
+    return (bits.words[c / 64].load(std::memory_order_seq_cst) >> (c % 64)) & 1;
+}
+// Empties the words that hold the CPU slots below `count`.
+inline void clear_below(shm::AtomicCpuBits& bits, int32_t count) {
+    for (int32_t c = 0; c < count; c += 64)
+        word_of(bits, c).store(0, std::memory_order_seq_cst);
 }
 
 // find_in() over the CPUs in both `a` and `b`.

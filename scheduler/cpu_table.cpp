@@ -68,6 +68,9 @@ void CpuTable::format(const std::vector<CpuInfo>& cpus) {
     clear(h.free_cpus);
     clear(h.idle_cpus);
     clear(h.lent_cpus);
+    // Nobody runs in a segment being formatted: no parker races these.
+    clear_below(h.parked, h.max_cpus);
+    h.parked_cpus.store(0, std::memory_order_seq_cst);
     for (int32_t c = 0; c < count; ++c) {
         note_state(c, CpuState::Free);
         assign(s_.numa_cpus[s_.cpus[c].numa], c, true);
@@ -146,6 +149,9 @@ void CpuTable::set_state(int32_t c, CpuState next) {
     if (int d = int(is_wakeable(next)) - int(is_wakeable(before)))
         s_.header.wakeable_cpus.fetch_add(d, std::memory_order_seq_cst);
     note_state(c, next);
+    // A CPU that stops being Running stops being parked: its holder either
+    // lost its period first (a taker won it) or is gone (reap, repair).
+    if (next != CpuState::Running) unmark_parked(c);
     // Release: readers of the state (top, lock-free probes) see the owner.
     cpu.state.store(next, std::memory_order_release);
     // Every owner change of a Running CPU (grant, set_free) ends here: the
@@ -228,8 +234,10 @@ int32_t CpuTable::keeping_holder(int32_t c, KeepWord& word) const {
     if (cpu.state.load(rlx) != CpuState::Running) return kNone;
     const int32_t t = cpu.owner_thread.load(rlx);
     if (t == kNone) return kNone;
-    word = KeepWord(s_.threads[t].serial.load(std::memory_order_acquire));
-    return word.mode() == KeepWord::Mode::Outside ? t : kNone;
+    // seq_cst, not just acquire (which a keep needs: begin_keep()'s release
+    // store): a park's Dekker pair (see park()).
+    word = KeepWord(s_.threads[t].serial.load(std::memory_order_seq_cst));
+    return word.away() ? t : kNone;
 }
 
 bool CpuTable::claim_kept(int32_t c, int32_t t, KeepWord word) {
@@ -245,7 +253,59 @@ bool CpuTable::claim_kept(int32_t c, int32_t t, KeepWord word) {
                                            std::memory_order_acq_rel, std::memory_order_relaxed))
         return false;
     th.state.store(ThreadState::Blocked, rlx);
+    // Won a park: its parker no longer clears the mark (unpark() lost).
+    if (word.mode() == KeepWord::Mode::Parked) unmark_parked(c);
     return true;
+}
+
+// ---- parked CPUs ------------------------------------------------------
+//
+// Why a park needs no lock. The CPU stays Running and its holder's, so no
+// count, set or list that the locked sections keep changes; only the
+// holder's keep word and the parked mark do, and those have their own
+// atomic protocol:
+//  - the word: exactly one of the parker (unpark(), Parked -> Inside) and a
+//    taker (claim_kept(), Parked -> Taken, under the lock) wins the period,
+//    by compare-exchange; the winner clears the mark, at most once (the
+//    mark's fetch_and tells it whether the bit was still set). The mark is
+//    set before the period is published, so a taker always finds it set;
+//  - a set mark is a Running CPU: the parker marks the CPU it holds, and a
+//    CPU stops Running only under the lock, which clears the mark first
+//    (claim_kept(), set_state());
+//  - the park against a submitter (Dekker): the parker marks and counts the
+//    CPU, publishes its period (all seq_cst), then, after a seq_cst fence,
+//    reads the ready counters (the caller, CpuHandover::park()). A
+//    submitter raises its ready counter (seq_cst), then reads parked_cpus
+//    (ReadyWork::kick()) and, under the lock, the mark and the word
+//    (Policy::take_parked_cpu(), keeping_holder(); seq_cst). In the single
+//    order of those operations, either the submitter's read of the word
+//    comes after the publication, and it takes the CPU, or the parker's
+//    reads come after the ready counter's rise, and it sees the work and
+//    unparks.
+
+KeepWord CpuTable::park(int32_t c, int32_t t) {
+    assert(holds(t, c));
+    if (mark(s_.header.parked, c)) s_.header.parked_cpus.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic<uint32_t>& serial = s_.threads[t].serial;
+    // Only the thread writes the word outside a period (as in begin_keep()).
+    const KeepWord word = KeepWord(serial.load(rlx)).next_parked();
+    serial.store(word.bits(), std::memory_order_seq_cst);
+    return word;
+}
+
+bool CpuTable::unpark(int32_t c, int32_t t, KeepWord word) {
+    if (!try_end_keep(t, word)) return false; // a taker won: it cleared the mark
+    unmark_parked(c);
+    return true;
+}
+
+void CpuTable::unmark_parked(int32_t c) {
+    if (unmark(s_.header.parked, c)) s_.header.parked_cpus.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+int32_t CpuTable::parked_holder(int32_t c, KeepWord& word) const {
+    const int32_t t = keeping_holder(c, word);
+    return t != kNone && word.mode() == KeepWord::Mode::Parked ? t : kNone;
 }
 
 int32_t CpuTable::take_grant(int32_t t) {
@@ -317,6 +377,9 @@ void CpuTable::repair(WakeList& wakes) {
     for (int32_t c = 0; c < cpu_count(); ++c) {
         CpuSlot& cpu = s_.cpus[c];
         const CpuState st = cpu.state.load(rlx);
+        // A park's mark outlives it only if its taker died before clearing
+        // it (set_state() clears it for every CPU that stops Running).
+        if (st != CpuState::Running) unmark_parked(c);
         if (st == CpuState::Free) {
             // A grant that wrote the owner but not the state.
             cpu.owner_thread.store(kNone, rlx);

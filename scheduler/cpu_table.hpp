@@ -105,12 +105,31 @@ class CpuTable {
     // locked section ended: the word is the thread's again.
     void finish_lost_keep(int32_t thread, KeepWord word);
     // Lock-free. The holder of `cpu` when it keeps the CPU while outside
-    // coexec, with its word in `word`; else kNone.
+    // coexec, or parks it, with its word in `word`; else kNone.
     int32_t keeping_holder(int32_t cpu, KeepWord& word) const;
     // Wins the period `word` of `thread`, which still keeps `cpu`: the
     // thread is Blocked, and the caller frees the CPU in the same locked
     // section. False if the thread ended the period first, or left `cpu`.
     bool claim_kept(int32_t cpu, int32_t thread, KeepWord word) COEXEC_REQUIRES(segment_lock);
+
+    // ---- CPUs parked by a paused holder (nosv_pause) -----------------
+    // A holder whose task pauses while no work waits for its CPU keeps the
+    // CPU, Running, and sleeps: a park. Its submit wakes it with the CPU
+    // still its own, and neither step takes the lock. Whoever needs a CPU
+    // meanwhile takes a parked one at once, as a kept one
+    // (Policy::take_parked_cpu(), claim_kept()). cpu_table.cpp says why the
+    // protocol is sound.
+    // Lock-free, by the Running holder `thread` of `cpu`: starts a Parked
+    // period and marks the CPU parked (Header::parked, parked_cpus).
+    KeepWord park(int32_t cpu, int32_t thread);
+    // Lock-free, by the parked thread: ends the period `word`. True if the
+    // thread still holds `cpu` (and the mark is cleared); false if a taker
+    // won the period (it cleared the mark): then, as after a lost keep, the
+    // thread waits for the taker's locked section (SharedScheduler::end_keep()).
+    bool unpark(int32_t cpu, int32_t thread, KeepWord word);
+    // Lock-free. The holder of `cpu` when it parks it, with its word in
+    // `word`; else kNone.
+    int32_t parked_holder(int32_t cpu, KeepWord& word) const;
 
   private:
     // Tells `thread`, bound to `cpu`, that it holds it: the last step of
@@ -123,6 +142,9 @@ class CpuTable {
     // Puts `cpu` in the header's unheld set of state `st` (free_cpus,
     // idle_cpus, lent_cpus), and out of the others.
     void note_state(int32_t cpu, shm::CpuState st);
+    // Takes `cpu` out of the parked set, and out of the count if it was in
+    // the set. Lock-free; safe to repeat.
+    void unmark_parked(int32_t cpu);
     // Moves `cpu`'s count in ProcSlot::running_cpus to the process that
     // holds it Running now (owner_proc), if that changed.
     void recount_running(int32_t cpu);

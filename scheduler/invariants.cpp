@@ -322,6 +322,19 @@ void check_unheld_sets(const Segment& s, const Bounds& b, Report& r) {
     for (const CpuBits* set : {&h.free_cpus, &h.idle_cpus, &h.lent_cpus})
         if (int32_t c = find_in(*set, kMaxCpus, [&](int32_t c) { return c >= b.cpus; }); c != kNone)
             r.add("header: an unheld set holds CPU slot ", c, ", past cpu_count ", b.cpus);
+    // The parked set and its count change without the lock, a bit and then
+    // the count: they may differ by the parks in flight. But a CPU stops
+    // Running only under the lock, which clears its mark first
+    // (CpuTable::park()): every marked CPU is Running.
+    if (const int32_t n = h.parked_cpus.load(rlx); n < 0 || n > b.cpus)
+        r.add("header: parked_cpus is ", n, ", not in 0..", b.cpus);
+    find_in(h.parked, kMaxCpus, [&](int32_t c) {
+        if (c >= b.cpus)
+            r.add("header: the parked set holds CPU slot ", c, ", past cpu_count ", b.cpus);
+        else if (const CpuState st = s.cpus[c].state.load(rlx); st != CpuState::Running)
+            r.add("CPU ", c, " is in the header's parked set but ", cpu_state_name(st));
+        return false; // every one
+    });
 }
 
 // Every process a CPU names (owner_proc of a held CPU, turn_proc,

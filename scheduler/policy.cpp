@@ -235,10 +235,46 @@ int32_t Policy::claim_unheld_cpu(int32_t proc, const Placement& where, WakeList&
     int32_t c = pick_unheld(h.free_cpus, where, node, any_cpu);
     if (c == kNone) c = pick_unheld(h.idle_cpus, where, node, [&](int32_t c) { return !own(c); });
     if (c == kNone) c = pick_unheld(h.lent_cpus, where, node, any_cpu);
-    if (c == kNone) return kNone;
+    if (c == kNone) return take_parked_cpu(proc, where, wakes);
     cpus_.evict_holder(c);
     grant_to_pool(c, proc, wakes);
     return c;
+}
+
+int32_t Policy::take_parked_cpu(int32_t proc, const Placement& where, WakeList& wakes) {
+    // A count of 0 here is exact enough: a park that the count does not
+    // show yet sees the caller's work itself (CpuTable::park()).
+    if (s_.header.parked_cpus.load(std::memory_order_seq_cst) <= 0) return kNone;
+    const int32_t n = cpus_.cpu_count();
+    const int32_t node = preferred_node(proc, where);
+    // (Under our lock: the analysis does not follow it into a lambda.)
+    auto take = [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
+        if (!where.allows(s_.cpus[c], c)) return false;
+        KeepWord word;
+        const int32_t t = cpus_.parked_holder(c, word);
+        // The parker may win its period back meanwhile: then the next one.
+        if (t == kNone || !cpus_.claim_kept(c, t, word)) return false;
+        cpus_.set_free(c);
+        // Nobody of `proc` to take it after all (a receiver closed since):
+        // whoever has work for it.
+        if (grant_to_pool(c, proc, wakes) == kNone) offer_released(c, wakes);
+        return true;
+    };
+    if (node != kNone)
+        if (const int32_t c = find_in(
+                s_.header.parked, n, [&](int32_t c) { return s_.cpus[c].numa == node && take(c); });
+            c != kNone)
+            return c;
+    return find_in(s_.header.parked, n, take);
+}
+
+void Policy::take_parked_for(int32_t proc, WakeList& wakes) {
+    if (s_.header.parked_cpus.load(std::memory_order_seq_cst) <= 0) return;
+    // (Under our lock: the analysis does not follow it into a lambda.)
+    find_in(s_.header.parked, cpus_.cpu_count(), [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
+        if (has_work(proc, c)) take_parked_cpu(proc, {Placement::Kind::Cpu, c, true}, wakes);
+        return s_.procs[proc].ready_total.load(rlx) <= 0; // nothing left to place
+    });
 }
 
 int32_t Policy::offer(int32_t c, WakeList& wakes) {

@@ -103,8 +103,9 @@ class Policy {
     // Finds an unheld CPU allowed by `where` for process `proc` and gives it
     // to `proc`: to its own idle holder (woken), or to one of its pool
     // threads (evicting another process's idle holder, or a lender: a Lent
-    // CPU is the last choice). Returns the CPU, or kNone if none is unheld
-    // or `proc` has no pool thread for it.
+    // CPU is the last choice). With none unheld, takes a parked one
+    // (take_parked_cpu()). Returns the CPU, or kNone if none is unheld or
+    // parked, or `proc` has no pool thread for it.
     int32_t claim_unheld_cpu(int32_t proc, const Placement& where, WakeList& wakes)
         COEXEC_REQUIRES(segment_lock);
     // Gives `thread` (of a task that lives on its own thread) an unheld CPU
@@ -120,6 +121,17 @@ class Policy {
     // its pool threads (evicting any other holder or the lender). Returns
     // the thread granted, or kNone.
     int32_t offer(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
+    // Takes a CPU allowed by `where` from the holder that parked it (on the
+    // node `proc`'s work there prefers first), frees it and grants it to a
+    // pool thread or waiting thread of `proc`, or offers it if `proc` has
+    // none. The parker learns it when its task is resumed
+    // (CpuTable::unpark()). Returns the CPU, or kNone if none is parked.
+    int32_t take_parked_cpu(int32_t proc, const Placement& where, WakeList& wakes)
+        COEXEC_REQUIRES(segment_lock);
+    // Takes every parked CPU that `proc` has work for, as take_parked_cpu():
+    // the monitor's safety net for work whose submit did not (a task
+    // queued by the scheduler itself, a preempted one).
+    void take_parked_for(int32_t proc, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
     // Offers every Free CPU, to the members with work and a pool thread.
     void distribute_free(WakeList& wakes) COEXEC_REQUIRES(segment_lock);
 

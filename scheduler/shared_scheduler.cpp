@@ -82,6 +82,17 @@ void SharedScheduler::release_thread(int32_t t, WakeList& wakes) {
 
 bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
     if (cpus_.try_end_keep(t, word)) return true;
+    after_lost_period(t, word);
+    return false;
+}
+
+bool SharedScheduler::end_park(int32_t t, int32_t cpu, KeepWord word) {
+    if (cpus_.unpark(cpu, t, word)) return true;
+    after_lost_period(t, word);
+    return false;
+}
+
+void SharedScheduler::after_lost_period(int32_t t, KeepWord word) {
     // The taker won the word under the lock, and frees the CPU in the same
     // locked section. Until that section ends the CPU is still ours on
     // paper: wait for it, so that the caller never queues a thread that
@@ -90,7 +101,6 @@ bool SharedScheduler::end_keep(int32_t t, KeepWord word) {
     { SchedulerLock lock(*this, wakes); }
     wakes.flush(s_);
     cpus_.finish_lost_keep(t, word);
-    return false;
 }
 
 // Rebuilds everything a dead lock holder may have left half-updated: CPU

@@ -126,6 +126,9 @@ class SharedScheduler {
     // when it wins; when it lost, it takes the lock once, so that on return
     // the CPU is already freed.
     bool end_keep(int32_t thread, KeepWord word);
+    // The same for a park (CpuTable::park()) of `cpu`: lock-free unless a
+    // taker won the period.
+    bool end_park(int32_t thread, int32_t cpu, KeepWord word);
 
     // ---- the trace rings (TraceRings, trace_rings.hpp) -----------------
     // By a recorder (`coexec record`) of process `pid`: ownership changes
@@ -146,6 +149,10 @@ class SharedScheduler {
         COEXEC_REQUIRES(segment_lock);
     // Rebuilds everything a dead lock holder may have left half-updated.
     void repair(WakeList& wakes) COEXEC_REQUIRES(segment_lock);
+    // By `thread`, whose period `word` a taker won: waits for the taker's
+    // locked section, which frees the CPU, and makes the word the thread's
+    // again.
+    void after_lost_period(int32_t thread, KeepWord word);
 
     shm::Segment& s_;
     MemberWatch watch_;

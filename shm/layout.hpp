@@ -24,7 +24,7 @@ inline constexpr uint64_t kMagic = 0x434f45584543534dULL; // "COEXECSM"
 // Bumped whenever a shared structure changes, even where its size does not
 // (fields added into padding): processes of two versions must never share a
 // segment.
-inline constexpr uint32_t kAbiVersion = 17;
+inline constexpr uint32_t kAbiVersion = 18;
 
 // The most CPUs one segment can be sized for. A segment has as many CPU slots
 // as its creator asked for (shm::SegmentOptions::cpu_slots: the node's CPUs by
@@ -72,6 +72,11 @@ constexpr bool is_wakeable(CpuState st) {
 // (scheduler/cpu_bits.hpp).
 struct CpuBits {
     uint64_t words[kMaxCpus / 64];
+};
+// The same, for a set that threads change without the lock (a bit at a
+// time, by an atomic read-modify-write).
+struct AtomicCpuBits {
+    std::atomic<uint64_t> words[kMaxCpus / 64];
 };
 
 enum class ThreadState : uint32_t {
@@ -171,8 +176,9 @@ struct alignas(64) ThreadSlot {
     // thread on the CPUs it grants but leaves its kernel affinity alone,
     // except while it pins the thread (bound_cpu names a CPU then).
     bool keeps_affinity;
-    // A holder running code of its own keeps its CPU (coexec_keep_cpu) in
-    // periods; scheduler::KeepWord encodes and documents it.
+    // A holder running code of its own keeps its CPU (coexec_keep_cpu), or
+    // a paused one parks it (nosv_pause), in periods; scheduler::KeepWord
+    // encodes and documents it.
     std::atomic<uint32_t> serial;
     // Whether a granter (of another process, or of this one) may give this
     // thread a CPU directly, past its process's pool: scheduler::ReceiveWord
@@ -291,6 +297,16 @@ struct alignas(64) Header {
     CpuBits free_cpus; // Free
     CpuBits idle_cpus; // Idle or Sleeping: held without work
     CpuBits lent_cpus; // Lent
+    // Lock-free, by the threads that park and unpark them (a holder parks
+    // its CPU while its task is paused: CpuTable::park()): the Running CPUs
+    // whose holder sleeps in a Parked keep period, which anyone may take at
+    // once (Policy::take_parked_cpu()), and their number, which a submitter
+    // reads to know whether to look (ReadyWork::kick()). A bit and the count
+    // move together: whoever sets a bit adds one, whoever clears it (the
+    // parker that ends its period, the taker that wins it, or whoever frees
+    // the CPU) takes one off.
+    alignas(64) std::atomic<int32_t> parked_cpus;
+    AtomicCpuBits parked;
     std::atomic<uint64_t> last_reap_ns;
     // When a joining member last checked the whole segment (nosv_init):
     // MemberWatch::claim_entry_check() elects one entering member per interval.

@@ -34,9 +34,12 @@ void CpuBinding::release(ThreadContext& self) {
 }
 
 void CpuBinding::woken(ThreadContext& self, int32_t cpu) {
+    if (self.binding.batch_policy) woken_after(self, sched_.cpus().unheld_grant_age(cpu, now_ns()));
+}
+
+void CpuBinding::woken_after(ThreadContext& self, uint64_t delay_ns) {
     if (!self.binding.batch_policy) return;
-    const uint64_t now = now_ns();
-    switch (self.binding.batch_guess.learn(sched_.cpus().unheld_grant_age(cpu, now), now)) {
+    switch (self.binding.batch_guess.learn(delay_ns, now_ns())) {
     case BatchGuess::Change::None:
         return;
     case BatchGuess::Change::ToOther:

@@ -33,6 +33,9 @@ class CpuBinding {
     // adopt() put under SCHED_BATCH runs under SCHED_OTHER for a while after
     // a wake-up that waited behind a program outside coexec (BatchGuess).
     void woken(ThreadContext& self, int32_t cpu);
+    // The same after a wake-up that came `delay_ns` after it was asked for,
+    // on a CPU no other coexec thread ran on meanwhile (a parked one).
+    void woken_after(ThreadContext& self, uint64_t delay_ns);
 
     // Runs the calling thread on `cpu` from now on. A thread that keeps its
     // affinity is pinned only if the kernel has it elsewhere; once pinned,

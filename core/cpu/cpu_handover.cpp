@@ -198,6 +198,51 @@ void CpuHandover::step_on_cpu(ThreadContext& self, WakeList& wakes) {
     workers_.unblocked(self);
 }
 
+bool CpuHandover::park(ThreadContext& self) {
+    const int32_t c = self.held.cpu;
+    // A successor or a batch of ours must run: the usual way hands them the CPU.
+    if (c == kNone || self.work.immediate || self.has_batch()) return false;
+    const auto& policy = sched().policy();
+    auto wanted = [&] { return policy.has_work(proc(), c) || policy.foreign_work(proc(), c); };
+    if (wanted()) return false;
+    self.park.word = sched().cpus().park(c, self.slot);
+    // The Dekker pair of a submitter's kick() (CpuTable::park()): work
+    // submitted from here on takes the CPU from the park itself.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (wanted() && sched().cpus().unpark(c, self.slot, self.park.word)) return false;
+    // Parked (or already taken by work that came meanwhile: unpark() says).
+    workers_.blocked(self);
+    return true;
+}
+
+void CpuHandover::sleep_parked(ThreadContext& self) {
+    const ThreadSlot& th = segment()->threads[self.slot];
+    self.park.slept = false;
+    for (;;) {
+        // The word first: a resume after this load moves it (ThreadWord).
+        const uint32_t seq = th.word.load(std::memory_order_acquire);
+        if (self.park.state.load(std::memory_order_acquire) == ThreadContext::Park::Resumed ||
+            stopping())
+            return;
+        sched().procs().wait_word(self.slot, seq, kWaitSliceNs);
+        self.park.slept = true;
+    }
+}
+
+bool CpuHandover::unpark(ThreadContext& self) {
+    const bool kept = sched().end_park(self.slot, self.held.cpu, self.park.word);
+    if (!kept) self.held.lost();
+    // Woken on our own CPU: a late wake-up there waited behind a program
+    // outside coexec, as after a grant (CpuBinding::woken()).
+    if (kept && std::exchange(self.park.slept, false)) {
+        const uint64_t resumed = self.park.resumed_ns.load(std::memory_order_relaxed);
+        const uint64_t now = now_ns();
+        binding_->woken_after(self, now > resumed ? now - resumed : 0);
+    }
+    workers_.unblocked(self);
+    return kept;
+}
+
 int CpuHandover::cpu_wanted(const ThreadContext& self) const {
     if (self.held.cpu == kNone) return 0;
     // Foreign work is looked for either way: a caller may keep its CPU from

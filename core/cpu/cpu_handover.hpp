@@ -67,6 +67,20 @@ class CpuHandover {
     // The caller's task stops running and the thread leaves coexec's view.
     void step_out(ThreadContext& self);
 
+    // ---- a paused task's CPU, parked (CpuTable::park()) ----------------
+    // For a pause: when no work of any process waits for the caller's CPU,
+    // parks it, lock-free, and returns true; the caller then sleeps in
+    // sleep_parked() and takes the CPU back with unpark(). False, with
+    // nothing changed, when work waits: the caller leaves the CPU as usual.
+    bool park(ThreadContext& self);
+    // After park(): sleeps until a submit resumes the task
+    // (ReadyWork::resume_parked()) or the runtime stops.
+    void sleep_parked(ThreadContext& self);
+    // After park(): ends the park. True if the caller still holds its CPU
+    // (no lock taken); false if someone took it meanwhile: the caller holds
+    // no CPU then, and makes its task ready and waits for one.
+    bool unpark(ThreadContext& self);
+
     // ---- code of the thread's own (the block extension) -----------------
     int block_enter(ThreadContext& self);
     int lend_cpu(ThreadContext& self);

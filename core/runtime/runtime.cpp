@@ -243,13 +243,17 @@ void Runtime::monitor_main() {
             preemption_.ask_overdue_holders();
             binding_->take_long_kept(now);
         }
-        if (dead.empty() && (!want_cpu || all_held())) continue;
+        // Work that no submit placed (a preempted task, one queued by the
+        // scheduler) takes a parked CPU it may use here, at the latest.
+        const bool parked = want_cpu && s.header.parked_cpus.load(std::memory_order_relaxed) > 0;
+        if (dead.empty() && (!want_cpu || all_held()) && !parked) continue;
         WakeList wakes;
         {
             scheduler::SchedulerLock lock(sched(), wakes);
             sched().reap(dead, wakes);
             sched().policy().distribute_free(wakes);
             if (want_cpu) sched().policy().claim_unheld_cpu(proc(), {}, wakes);
+            if (parked) sched().policy().take_parked_for(proc(), wakes);
         }
         wakes.flush(s);
     }

@@ -54,6 +54,19 @@ struct ThreadContext {
         nosv_task* take_assigned() { return std::exchange(assigned, nullptr); }
     } held;
 
+    // ---- its CPU, parked while its task is paused (CpuTable::park()).
+    // Owner: CpuHandover (park(), sleep_parked(), unpark()); a submitter of
+    // the paused task moves `state` from Asleep to Resumed
+    // (ReadyWork::resume_parked()).
+    struct Park {
+        enum State : uint32_t { None = 0, Asleep = 1, Resumed = 2 };
+        std::atomic<uint32_t> state{None};
+        // When the submit resumed the task: stored before `state` (release).
+        std::atomic<uint64_t> resumed_ns{0};
+        scheduler::KeepWord word; // the Parked period of `held.cpu`
+        bool slept = false;       // sleep_parked() waited for the resume
+    } park;
+
     // ---- outside coexec and the kernel's view. Owner: CpuBinding
     // (core/cpu/cpu_binding.cpp).
     struct Binding {

@@ -4,6 +4,8 @@
 
 #include "core/cpu/worker_pool.hpp"
 
+#include "shm/clock.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -125,7 +127,28 @@ void ReadyWork::return_batch(ThreadContext& self) {
     self.pending.batch_next = self.pending.batch_end = 0;
 }
 
+bool ReadyWork::resume_parked(nosv_task* task) {
+    ThreadContext* thread = task->thread;
+    if (!thread) return false;
+    // Read by the thread only after a resume (the release below); a failed
+    // resume leaves a value nobody reads.
+    thread->park.resumed_ns.store(now_ns(), std::memory_order_relaxed);
+    // Acquire/release: the task's thread set Asleep before its status said
+    // Paused, which our submit read; the thread reads the resume after its
+    // wake-up (CpuHandover::sleep_parked()).
+    uint32_t asleep = ThreadContext::Park::Asleep;
+    if (!thread->park.state.compare_exchange_strong(asleep, ThreadContext::Park::Resumed,
+                                                    std::memory_order_acq_rel,
+                                                    std::memory_order_acquire))
+        return false;
+    sched().procs().wake_thread(thread->slot);
+    return true;
+}
+
 void ReadyWork::make_ready(nosv_task* task, bool front) {
+    // A paused task whose thread kept its CPU parked runs on it again: no
+    // queue, no CPU to find.
+    if (resume_parked(task)) return;
     // A task on its own thread becomes ready only once the thread left its CPU.
     assert(!task->thread || !sched().cpus().runs_elsewhere(task->thread->slot, kNone));
     Placement where = placement_of(task->affinity);
@@ -156,8 +179,14 @@ bool ReadyWork::give_directly(nosv_task* task, const Placement& where, bool fron
         if (sched().policy().grant_unheld_cpu(task->thread->slot, where, wakes) == kNone) {
             // Queued under the segment lock: a CPU going idle (which takes
             // that lock) sees this work.
-            std::lock_guard guard(queue_lock_);
-            queue_own_task(task, where, front);
+            {
+                std::lock_guard guard(queue_lock_);
+                queue_own_task(task, where, front);
+            }
+            // None that the task may use is unheld: a parked one is, in
+            // effect (work bound to a parked CPU would wait for its parker,
+            // which may be waiting for this very task).
+            sched().policy().take_parked_cpu(proc(), where, wakes);
         }
     }
     ThreadContext* self = this_thread_context();
@@ -167,13 +196,17 @@ bool ReadyWork::give_directly(nosv_task* task, const Placement& where, bool fron
 
 void ReadyWork::kick(const Placement& where) {
     Segment& s = *segment();
-    // seq_cst: our ready-counter increment (in push) comes before this load;
-    // a CPU that becomes Free or Sleeping counts itself here before it
-    // re-checks the ready counters (set_state, then offer_released()). One
-    // of us sees the other. Spinning (Idle) holders are not counted: they
-    // poll the ready counters and claim the work themselves, so a submit
-    // that finds only spinners takes no lock and wakes nobody.
-    if (s.header.wakeable_cpus.load(std::memory_order_seq_cst) == 0) return;
+    // seq_cst: our ready-counter increment (in push) comes before these
+    // loads; a CPU that becomes Free or Sleeping counts itself here before
+    // it re-checks the ready counters (set_state, then offer_released()),
+    // and so does a CPU that its holder parks (CpuTable::park()). One of us
+    // sees the other. Spinning (Idle) holders are not counted: they poll
+    // the ready counters and claim the work themselves, so a submit that
+    // finds only spinners takes no lock and wakes nobody. A parked CPU is
+    // taken when none that the work may use is unheld (claim_unheld_cpu()).
+    if (s.header.wakeable_cpus.load(std::memory_order_seq_cst) == 0 &&
+        s.header.parked_cpus.load(std::memory_order_seq_cst) == 0)
+        return;
     WakeList wakes;
     {
         scheduler::SchedulerLock lock(sched(), wakes);

@@ -34,8 +34,14 @@ class ReadyWork {
     scheduler::Placement placement_of(const nosv_affinity_t& affinity) const;
 
     // ---- making work ready ----------------------------------------------
-    // Queues a ready task and makes sure some CPU will pick it up.
+    // Queues a ready task and makes sure some CPU will pick it up; a paused
+    // task whose thread parked its CPU is resumed there instead
+    // (resume_parked()).
     void make_ready(nosv_task* task, bool front);
+    // Wakes the thread of a resumed `task` that sleeps with its CPU parked
+    // (CpuHandover::park()): it runs the task on that CPU again. False, with
+    // nothing done, if the thread did not park.
+    bool resume_parked(nosv_task* task);
     // A submitted task becomes ready: all its executions for a parallel
     // one (make_ready_parallel), else make_ready().
     void ready_submitted(nosv_task* task, bool front);

@@ -117,6 +117,28 @@ int TaskOps::pause(ThreadContext& self) {
     nosv_task* t = self.work.current;
     // A submit that arrived before the pause paid for it.
     if (t->status.pay()) return NOSV_SUCCESS;
+    // No work of any process waits for our CPU: we keep it, parked, and
+    // sleep; the submit that resumes the task wakes us with the CPU still
+    // ours (ReadyWork::resume_parked()), unless work came for it meanwhile
+    // and took it. Neither step takes the segment lock: a team whose
+    // threads sleep at every barrier would otherwise take it twice per
+    // thread and barrier (docs/design.md, "The segment lock").
+    if (handover_.park(self)) {
+        // Before the task is Paused (release, in park()): a submitter that
+        // resumes it sees that we sleep parked.
+        self.park.state.store(ThreadContext::Park::Asleep, std::memory_order_relaxed);
+        // A submit banked since pay() leaves the task Ready: it runs on.
+        if (t->status.park()) handover_.sleep_parked(self);
+        self.park.state.store(ThreadContext::Park::None, std::memory_order_relaxed);
+        if (!handover_.unpark(self)) {
+            // Taken meanwhile: as after a lost keep (block_exit()).
+            WakeList wakes;
+            ready_.make_ready(t, true);
+            handover_.step_on_cpu(self, wakes);
+        }
+        t->status.relabel(TaskState::Running);
+        return NOSV_SUCCESS;
+    }
     // The task stays Running until the thread is off its CPU: a submit
     // meanwhile is banked, and we make the task ready ourselves.
     WakeList wakes;

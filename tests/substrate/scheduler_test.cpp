@@ -610,6 +610,80 @@ TEST_F(SchedulerTest, ALostKeepReturnsOnlyOnceTheTakerFreedTheCpu) {
     EXPECT_FALSE(sched_->cpus().runs_elsewhere(t, kNone));
 }
 
+// A park (CpuTable::park()): the CPU stays Running and its holder's, marked
+// and counted as parked; the parker takes it back with no lock.
+TEST_F(SchedulerTest, AParkerThatTakesItsCpuBackFindsItAsItLeftIt) {
+    const int32_t a = add_process();
+    const int32_t t = grant_cpu(a, 0);
+    const uint64_t locks = seg().header.lock_acquisitions.load();
+    const KeepWord word = sched_->cpus().park(0, t);
+    EXPECT_EQ(seg().header.parked_cpus.load(), 1);
+    EXPECT_TRUE(contains(seg().header.parked, 0));
+    EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Running);
+    EXPECT_EQ(seg().procs[a].running_cpus.load(), 1);
+    KeepWord seen;
+    EXPECT_EQ(sched_->cpus().parked_holder(0, seen), t);
+    EXPECT_EQ(seen, word);
+    EXPECT_TRUE(sched_->end_park(t, 0, word));
+    EXPECT_EQ(seg().header.lock_acquisitions.load(), locks);
+    EXPECT_TRUE(sched_->cpus().holds(t, 0));
+    EXPECT_EQ(seg().header.parked_cpus.load(), 0);
+    EXPECT_FALSE(contains(seg().header.parked, 0));
+    EXPECT_EQ(sched_->cpus().parked_holder(0, seen), kNone);
+    WakeList w;
+    scheduler::SchedulerLock lock(*sched_, w); // its release checks the invariants
+}
+
+// Work that may run only on a parked CPU takes it at once; the parker learns
+// it when it comes back, and holds no CPU then.
+TEST_F(SchedulerTest, AParkedCpuGoesToWorkBoundToItAndItsParkerLearnsIt) {
+    const auto [a, b, parker] = one_cpu_each();
+    const KeepWord word = sched_->cpus().park(0, parker);
+    {
+        WakeList w;
+        scheduler::SchedulerLock lock(*sched_, w);
+        add_ready(b);
+        EXPECT_EQ(sched_->policy().claim_unheld_cpu(b, {Placement::Kind::Cpu, 0, true}, w), 0);
+        EXPECT_EQ(seg().cpus[0].owner_proc.load(), b);
+        EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Running);
+        EXPECT_EQ(seg().threads[parker].state.load(), ThreadState::Blocked);
+        EXPECT_EQ(seg().header.parked_cpus.load(), 0);
+        EXPECT_FALSE(contains(seg().header.parked, 0));
+    }
+    EXPECT_FALSE(sched_->end_park(parker, 0, word));
+    EXPECT_FALSE(sched_->cpus().runs_elsewhere(parker, kNone));
+    EXPECT_EQ(KeepWord(seg().threads[parker].serial.load()).mode(), KeepWord::Mode::Inside);
+}
+
+// An unheld CPU goes first: a parked one's holder may want it back soon.
+TEST_F(SchedulerTest, WorkTakesAnUnheldCpuBeforeAParkedOne) {
+    const int32_t a = add_process();
+    add_pool_thread(a);
+    const int32_t parker = grant_cpu(a, 0);
+    const KeepWord word = sched_->cpus().park(0, parker);
+    {
+        WakeList w;
+        scheduler::SchedulerLock lock(*sched_, w);
+        add_ready(a);
+        EXPECT_EQ(sched_->policy().claim_unheld_cpu(a, {}, w), 1);
+        EXPECT_EQ(seg().header.parked_cpus.load(), 1);
+    }
+    EXPECT_TRUE(sched_->end_park(parker, 0, word));
+}
+
+// A process that leaves (or dies) with a parked CPU leaves no mark behind.
+TEST_F(SchedulerTest, AProcessThatLeavesTakesItsParkedCpuOutOfTheSet) {
+    const int32_t a = add_process();
+    const int32_t t = grant_cpu(a, 0);
+    sched_->cpus().park(0, t);
+    WakeList w;
+    scheduler::SchedulerLock lock(*sched_, w);
+    sched_->unregister_process(a, w);
+    EXPECT_EQ(seg().cpus[0].state.load(), CpuState::Free);
+    EXPECT_EQ(seg().header.parked_cpus.load(), 0);
+    EXPECT_FALSE(contains(seg().header.parked, 0));
+}
+
 // A lock holder killed between the stores of one CPU slot: repair makes the
 // slot whole, whichever store it stopped after.
 TEST_F(SchedulerTest, RepairFreesACpuWhoseOwnerWasClearedButNotItsState) {
