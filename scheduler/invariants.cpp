@@ -140,8 +140,9 @@ static_assert(kOnPoolBase + kMaxProcs <= UINT16_MAX);
 // Derived facts, filled in by the passes below. 60.5 KiB: on the stack,
 // so a sound segment costs no allocation.
 struct Scratch {
-    std::array<uint16_t, kMaxThreads> list{};     // see kOnNoList
-    std::array<uint8_t, kMaxThreads> cpus_held{}; // saturates at 255
+    std::array<uint16_t, kMaxThreads> list{};        // see kOnNoList
+    std::array<uint8_t, kMaxThreads> cpus_held{};    // saturates at 255
+    std::array<uint8_t, kMaxThreads> on_proc_list{}; // on its process's thread list
     // Each CPU's holder and state as the CPU pass read them, so a message
     // names what was counted even if a holder moves on lock-free meanwhile.
     // Not zeroed: the CPU pass fills [0, cpu_count) before anything reads it.
@@ -529,6 +530,40 @@ void check_threads(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
                   " thread slots in use belong to it");
 }
 
+// Each process's list of threads (ProcSlot::thread_head, linked both ways
+// through proc_next and proc_prev): it holds exactly the thread slots in
+// use that belong to the process. After check_threads(), whose counts it
+// compares with. Each slot is visited at most once over all the lists.
+void check_thread_lists(const Segment& s, const Bounds& b, Scratch& k, Report& r) {
+    for (int32_t p = 0; p < b.procs; ++p) {
+        int32_t length = 0, prev = kNone;
+        for (int32_t t = s.procs[p].thread_head; t != kNone; prev = t, t = s.threads[t].proc_next) {
+            if (!in_range(t, b.threads)) {
+                r.add("the thread list of process slot ", p, " links to ", t,
+                      ", not a used thread slot");
+                break;
+            }
+            if (k.on_proc_list[size_t(t)]) {
+                r.add("thread slot ", t, " is on the thread list of process slot ", p,
+                      " twice, or on another's too");
+                break;
+            }
+            k.on_proc_list[size_t(t)] = 1;
+            ++length;
+            const ThreadSlot& th = s.threads[t];
+            if (th.state.load(rlx) == ThreadState::Unused || th.proc != p)
+                r.add("the thread list of process slot ", p, " holds thread slot ", t, " (",
+                      thread_state_name(th.state.load(rlx)), ", of process slot ", th.proc, ")");
+            if (th.proc_prev != prev)
+                r.add("thread slot ", t, " has proc_prev ", th.proc_prev, " but follows ", prev,
+                      " on the thread list of process slot ", p);
+        }
+        if (length != k.threads_in_use[size_t(p)])
+            r.add("the thread list of process slot ", p, " holds ", length, " threads, but ",
+                  k.threads_in_use[size_t(p)], " thread slots in use belong to it");
+    }
+}
+
 } // namespace
 
 std::vector<std::string> check_invariants(const Segment& segment) {
@@ -539,6 +574,7 @@ std::vector<std::string> check_invariants(const Segment& segment) {
     check_cpus(segment, bounds, scratch, report);
     check_lists(segment, bounds, scratch, report);
     check_threads(segment, bounds, scratch, report);
+    check_thread_lists(segment, bounds, scratch, report);
     return std::move(report).finish();
 }
 

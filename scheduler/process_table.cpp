@@ -61,6 +61,7 @@ void ProcessTable::format() {
         slot.pool_head = kNone;
         slot.pool_size.store(0, rlx);
         slot.running_cpus.store(0, rlx);
+        slot.thread_head = kNone;
     }
     for (int32_t t = 0; t < threads_used; ++t) {
         ThreadSlot& th = s_.threads[t];
@@ -68,6 +69,7 @@ void ProcessTable::format() {
         th.grant.store(kNone, rlx);
         th.proc = kNone;
         th.next = kNone;
+        th.proc_prev = th.proc_next = kNone;
     }
     h.procs_used = 0;
     h.threads_used = 0;
@@ -89,6 +91,7 @@ int32_t ProcessTable::register_process(pid_t pid, uint64_t start_time, const std
         slot.pool_head = kNone;
         slot.pool_size.store(0, rlx);
         slot.threads.store(0, rlx);
+        slot.thread_head = kNone;
         slot.preemptible.store(0, rlx);
         slot.preemptions.store(0, rlx);
         slot.ready_total.store(0, rlx);
@@ -185,11 +188,32 @@ int32_t ProcessTable::claim_receiver(int32_t c, int32_t proc) {
 }
 
 void ProcessTable::free_threads_of(int32_t proc) {
-    for (int32_t t = 0; t < s_.header.threads_used; ++t)
-        if (s_.threads[t].proc == proc && s_.threads[t].state.load(rlx) != ThreadState::Unused)
-            free_slot(t);
-    s_.procs[proc].pool_head = kNone;
-    s_.procs[proc].pool_size.store(0, rlx);
+    // Its own list: a process leaves in time proportional to its threads,
+    // not to every thread slot ever used. free_slot() unlinks each.
+    ProcSlot& p = s_.procs[proc];
+    for (int32_t t = p.thread_head; t != kNone; t = p.thread_head)
+        free_slot(t);
+    p.pool_head = kNone;
+    p.pool_size.store(0, rlx);
+}
+
+void ProcessTable::link_thread(int32_t t) {
+    ThreadSlot& th = s_.threads[t];
+    ProcSlot& p = s_.procs[th.proc];
+    th.proc_prev = kNone;
+    th.proc_next = p.thread_head;
+    if (p.thread_head != kNone) s_.threads[p.thread_head].proc_prev = t;
+    p.thread_head = t;
+}
+
+void ProcessTable::unlink_thread(int32_t t) {
+    ThreadSlot& th = s_.threads[t];
+    if (th.proc_next != kNone) s_.threads[th.proc_next].proc_prev = th.proc_prev;
+    if (th.proc_prev != kNone)
+        s_.threads[th.proc_prev].proc_next = th.proc_next;
+    else
+        s_.procs[th.proc].thread_head = th.proc_next;
+    th.proc_prev = th.proc_next = kNone;
 }
 
 void ProcessTable::repair() {
@@ -201,6 +225,7 @@ void ProcessTable::repair() {
         slot.pool_head = kNone;
         slot.pool_size.store(0, rlx);
         slot.threads.store(0, rlx);
+        slot.thread_head = kNone;
     }
     h.thread_free_head = kNone;
     for (int32_t t = h.threads_used - 1; t >= 0; --t) {
@@ -212,6 +237,7 @@ void ProcessTable::repair() {
             continue;
         }
         s_.procs[th.proc].threads.fetch_add(1, rlx);
+        link_thread(t); // the lists, rebuilt: a dead locker may have cut one
         // A thread popped by a granter that died before the grant is
         // still Pool: it goes back.
         if (st == ThreadState::Pool) pool_push(t);
@@ -244,6 +270,7 @@ int32_t ProcessTable::alloc_thread(int32_t proc, pid_t tid, const char* label, T
     th.label_class.store(classify_label(th.label), rlx);
     th.state.store(state, std::memory_order_release);
     s_.procs[proc].threads.fetch_add(1, rlx);
+    link_thread(t);
     return t;
 }
 
@@ -266,7 +293,10 @@ void ProcessTable::pool_remove(int32_t t) {
 void ProcessTable::free_slot(int32_t t) {
     ThreadSlot& th = s_.threads[t];
     if (th.state.load(rlx) == ThreadState::Unused) return;
-    if (th.proc >= 0) s_.procs[th.proc].threads.fetch_sub(1, rlx);
+    if (th.proc >= 0) {
+        s_.procs[th.proc].threads.fetch_sub(1, rlx);
+        unlink_thread(t);
+    }
     th.state.store(ThreadState::Unused, rlx);
     th.grant.store(kNone, rlx);
     th.receive.store(ReceiveWord::kClosed, rlx);

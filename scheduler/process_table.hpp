@@ -126,6 +126,10 @@ class ProcessTable {
     void pool_remove(int32_t thread) COEXEC_REQUIRES(segment_lock);
     // Puts the slot on the free list.
     void free_slot(int32_t thread) COEXEC_REQUIRES(segment_lock);
+    // Puts `thread` first in its process's list of threads
+    // (ProcSlot::thread_head), or takes it out.
+    void link_thread(int32_t thread) COEXEC_REQUIRES(segment_lock);
+    void unlink_thread(int32_t thread) COEXEC_REQUIRES(segment_lock);
 
     shm::Segment& s_;
     TraceRings& trace_; // joins and labels are recorded

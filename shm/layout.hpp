@@ -185,6 +185,9 @@ struct alignas(64) ThreadSlot {
     // encodes it.
     std::atomic<uint32_t> receive;
     int32_t next; // pool stack / free list link (under the lock)
+    // Its process's list of threads (ProcSlot::thread_head), both ways, so
+    // that a process leaves in time proportional to its own threads.
+    int32_t proc_prev, proc_next; // under the lock
     char label[kLabelSize];
     // The class of `label`, set with it (ProcessTable::set_label): the
     // scheduler reads it when a stint closes, without parsing the text.
@@ -201,6 +204,7 @@ struct alignas(64) ProcSlot {
     int32_t pool_head; // stack of Pool threads (under the lock)
     std::atomic<int32_t> pool_size;
     std::atomic<int32_t> threads; // thread slots in use
+    int32_t thread_head;          // list of those (ThreadSlot::proc_next), under the lock
     std::atomic<uint32_t> monitor_word;
     // Its threads give way when signalled (the preemption handler is
     // installed); others never receive the signal.

@@ -423,6 +423,39 @@ TEST_F(InvariantsTest, FreedSlotOffTheFreeList) {
                    "thread slot " + std::to_string(lost) + " is Unused but not on the free list");
 }
 
+// What a free that forgot to unlink the thread from its process looks like.
+TEST_F(InvariantsTest, ThreadOffItsProcessThreadList) {
+    populate();
+    const int32_t t = seg().procs[a_].thread_head;
+    ASSERT_NE(t, kNone);
+    seg().procs[a_].thread_head = seg().threads[t].proc_next;
+    EXPECT_REPORTS(seg(), "the thread list of process slot " + std::to_string(a_) + " holds");
+}
+
+TEST_F(InvariantsTest, ThreadListWithABackLinkOutOfStep) {
+    populate();
+    const int32_t t = seg().procs[a_].thread_head;
+    ASSERT_NE(seg().threads[t].proc_next, kNone) << "populate() gives a_ two threads";
+    seg().threads[seg().threads[t].proc_next].proc_prev = kNone;
+    EXPECT_REPORTS(seg(), "has proc_prev -1 but follows " + std::to_string(t));
+}
+
+// Repair rebuilds the lists (RepairLeavesASoundSegment breaks the others).
+TEST_F(InvariantsTest, RepairRebuildsTheThreadLists) {
+    populate();
+    seg().procs[a_].thread_head = kNone;
+    EXPECT_FALSE(check_invariants(seg()).empty());
+    pid_t child = test::fork_child([&] {
+        WakeList w;
+        scheduler::SchedulerLock lock(*sched_, w);
+        std::_Exit(0);
+        return 0;
+    });
+    ASSERT_EQ(test::wait_child(child), 0);
+    scheduler::SchedulerLock lock(*sched_, wakes_);
+    EXPECT_SOUND(seg());
+}
+
 TEST_F(InvariantsTest, PoolThreadOffItsPoolList) {
     populate();
     // What a pool pop that leaves the state at Pool looks like.
