@@ -69,7 +69,7 @@ NOSV_CONFIG_OVERRIDE=shared_memory.name=placement,topology.binding=all \
 rc=$?
 took=$(since "$start")
 show placement /tmp/placement.log
-for check in topology cover numa occupancy pinned; do
+for check in topology cover numa home occupancy pinned; do
     line=$(grep "^coexec-placement: $check: " /tmp/placement.log)
     case "$line" in
     *": $check: ok,"*) result "placement.$check" PASS "$took" "${line#*: $check: }" ;;

@@ -5,6 +5,9 @@
 //              (/sys/devices/system/node/node<N>/cpulist);
 //   cover:     every CPU the segment manages runs a task;
 //   numa:      a task with a strict NUMA affinity runs on a CPU of its node;
+//   home:      with two or more nodes, a process whose memory policy prefers
+//              one node (as `numactl --preferred` sets it) runs its tasks
+//              without affinity on that node's CPUs while they are free;
 //   occupancy: never two of these tasks on one CPU at once, across all the
 //              processes;
 //   pinned:    a task runs on the CPU coexec granted it, start to end.
@@ -27,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <numaif.h>
 #include <sched.h>
 #include <string>
 #include <sys/mman.h>
@@ -46,6 +50,7 @@ struct Options {
     double seconds = 60;        // the cover phase's limit
     long task_us = 1000;        // how long each task spins
     int numa_rounds = 3;        // rounds of strict NUMA tasks per node
+    int home_rounds = 3;        // rounds of the home-node process
     int expect_cpus = 0;        // 0: any
     int expect_numa = 0;        // 0: any
     std::string sysfs = "/sys"; // where the kernel's topology is read
@@ -67,12 +72,14 @@ struct Board {
     std::atomic<long> ran[kMaxCpu];    // tasks that ran there
     std::atomic<long> numa_ran[kMaxCpu];
     std::atomic<long> tasks;
-    std::atomic<long> overlaps; // a task started on a CPU where one ran
-    std::atomic<long> unpinned; // sched_getcpu() != the granted CPU
-    std::atomic<long> off_node; // a strict NUMA task off its node
-    std::atomic<long> node_ids; // coexec's NUMA node of a CPU is not the kernel's
-    std::atomic<long> bad_cpu;  // sched_getcpu() failed or out of range
-    Example overlap_at, unpinned_at, off_node_at, node_id_at;
+    std::atomic<long> overlaps;   // a task started on a CPU where one ran
+    std::atomic<long> unpinned;   // sched_getcpu() != the granted CPU
+    std::atomic<long> off_node;   // a strict NUMA task off its node
+    std::atomic<long> home_tasks; // tasks of the process with a home node
+    std::atomic<long> off_home;   // ... that ran off that node
+    std::atomic<long> node_ids;   // coexec's NUMA node of a CPU is not the kernel's
+    std::atomic<long> bad_cpu;    // sched_getcpu() failed or out of range
+    Example overlap_at, unpinned_at, off_node_at, node_id_at, off_home_at;
 };
 
 Board* g_board = nullptr;
@@ -82,6 +89,7 @@ std::vector<int> g_node_of(kMaxCpu, -1);
 struct TaskArgs {
     int node; // system NUMA id of a strict affinity, or -1
     long spin_us;
+    int home = -1; // the home node of the submitting process, or -1
 };
 
 void spin(long us) {
@@ -128,6 +136,13 @@ void task_run(nosv_task_t task) {
         b.unpinned_at.note(after, cpu);
     }
     b.ran[cpu]++;
+    if (args->home >= 0) {
+        b.home_tasks++;
+        if (g_node_of[size_t(cpu)] != args->home) {
+            b.off_home++;
+            b.off_home_at.note(cpu, args->home);
+        }
+    }
     if (args->node >= 0) {
         b.numa_ran[cpu]++;
         if (g_node_of[size_t(cpu)] != args->node) {
@@ -288,6 +303,35 @@ Seen work(const Options& o) {
     return seen;
 }
 
+// The home-node process: its memory policy prefers system node `node` (set
+// before nosv_init, as `numactl --preferred` would), and it runs rounds of
+// `n` tasks without affinity, fewer than the node has CPUs, alone on the
+// segment: each should find a free CPU of the node.
+void home_work(const Options& o, int node, int n) {
+    unsigned long mask[16] = {};
+    mask[size_t(node) / 64] = 1ul << (node % 64);
+    if (set_mempolicy(MPOL_PREFERRED, mask, sizeof mask * 8) != 0) {
+        std::perror("coexec-placement: set_mempolicy");
+        std::_Exit(2);
+    }
+    check(nosv_init(), "nosv_init");
+    nosv_task_type_t type;
+    check(nosv_type_init(&type, task_run, nullptr, nullptr, "home", nullptr, nullptr,
+                         NOSV_TYPE_INIT_NONE),
+          "nosv_type_init");
+    std::vector<nosv_task_t> tasks(static_cast<size_t>(n));
+    for (auto& t : tasks) {
+        check(nosv_create(&t, type, sizeof(TaskArgs), NOSV_CREATE_JOINABLE), "nosv_create");
+        *static_cast<TaskArgs*>(nosv_get_task_metadata(t)) = {-1, o.task_us, node};
+    }
+    for (int r = 0; r < o.home_rounds; ++r)
+        run_batch(tasks);
+    for (nosv_task_t t : tasks)
+        check(nosv_destroy(t, NOSV_DESTROY_NONE), "nosv_destroy");
+    check(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), "nosv_type_destroy");
+    check(nosv_shutdown(), "nosv_shutdown");
+}
+
 bool report(const char* check, bool ok, const std::string& text) {
     std::printf("coexec-placement: %s: %s, %s\n", check, ok ? "ok" : "FAILED", text.c_str());
     return ok;
@@ -297,7 +341,8 @@ int usage(const char* why) {
     std::fprintf(stderr,
                  "coexec-placement: %s\n"
                  "usage: coexec-placement [--procs N] [--seconds S] [--task-us US]\n"
-                 "         [--numa-rounds N] [--expect-cpus N] [--expect-numa N] [--sysfs DIR]\n",
+                 "         [--numa-rounds N] [--home-rounds N] [--expect-cpus N]\n"
+                 "         [--expect-numa N] [--sysfs DIR]\n",
                  why);
     return 2;
 }
@@ -332,6 +377,8 @@ int main(int argc, char** argv) {
             o.task_us = long(v);
         } else if (arg == "--numa-rounds" && in(1, 1000)) {
             o.numa_rounds = int(v);
+        } else if (arg == "--home-rounds" && in(1, 1000)) {
+            o.home_rounds = int(v);
         } else if (arg == "--expect-cpus" && in(1, kMaxCpu)) {
             o.expect_cpus = int(v);
         } else if (arg == "--expect-numa" && in(1, 1024)) {
@@ -373,6 +420,24 @@ int main(int argc, char** argv) {
         int status = 0;
         if (::waitpid(k, &status, 0) != k || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             std::fprintf(stderr, "coexec-placement: process %d failed (status %d)\n", int(k),
+                         status);
+            all = false;
+        }
+    }
+    // The home-node process, alone on the segment once the others left.
+    const bool homes = seen.nodes.size() >= 2;
+    const int home = homes ? seen.nodes.back() : -1;
+    const int home_tasks = homes ? std::max(1, seen.cpus_in_node.back() - 1) : 0;
+    if (homes) {
+        const pid_t pid = ::fork();
+        if (pid < 0) return usage("fork failed");
+        if (pid == 0) {
+            home_work(o, home, home_tasks);
+            std::_Exit(0);
+        }
+        int status = 0;
+        if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            std::fprintf(stderr, "coexec-placement: the home-node process failed (status %d)\n",
                          status);
             all = false;
         }
@@ -445,6 +510,17 @@ int main(int argc, char** argv) {
                   std::to_string(strict) + " strict NUMA tasks, " +
                       std::to_string(b.off_node.load()) + " off their node" + numa);
 
+    if (!homes) {
+        report("home", true, "skipped: one NUMA node, no home to prefer");
+    } else {
+        const long off = b.off_home.load();
+        all &= report("home", off == 0 && b.home_tasks.load() > 0,
+                      std::to_string(b.home_tasks.load()) + " tasks of a process preferring node " +
+                          std::to_string(home) + " (" + std::to_string(home_tasks) +
+                          " at a time), " + std::to_string(off) + " off it" +
+                          (off ? " (first on CPU " + std::to_string(b.off_home_at.cpu.load()) + ")"
+                               : std::string()));
+    }
     all &= report(
         "occupancy", b.overlaps.load() == 0 && b.bad_cpu.load() == 0,
         std::to_string(b.overlaps.load()) + " of " + std::to_string(b.tasks.load()) +
