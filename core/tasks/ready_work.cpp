@@ -129,13 +129,18 @@ void ReadyWork::return_batch(ThreadContext& self) {
 
 bool ReadyWork::resume_parked(nosv_task* task) {
     ThreadContext* thread = task->thread;
-    if (!thread) return false;
-    // Read by the thread only after a resume (the release below); a failed
-    // resume leaves a value nobody reads.
+    // The task's thread set Asleep before its status said Paused, which a
+    // resuming submit read (acquire): a thread that parked is seen Asleep
+    // here. Any other caller (a task made ready by its own thread, a thread
+    // that did not park) reads None, and pays one load, no clock read and
+    // no read-modify-write.
+    if (!thread ||
+        thread->park.state.load(std::memory_order_acquire) != ThreadContext::Park::Asleep)
+        return false;
+    // Read by the thread only after the resume (the release below).
     thread->park.resumed_ns.store(now_ns(), std::memory_order_relaxed);
-    // Acquire/release: the task's thread set Asleep before its status said
-    // Paused, which our submit read; the thread reads the resume after its
-    // wake-up (CpuHandover::sleep_parked()).
+    // Release: the thread reads the resume, and what we wrote before it,
+    // after its wake-up (CpuHandover::sleep_parked()).
     uint32_t asleep = ThreadContext::Park::Asleep;
     if (!thread->park.state.compare_exchange_strong(asleep, ThreadContext::Park::Resumed,
                                                     std::memory_order_acq_rel,

@@ -50,7 +50,7 @@ struct Options {
     double seconds = 60;        // the cover phase's limit
     long task_us = 1000;        // how long each task spins
     int numa_rounds = 3;        // rounds of strict NUMA tasks per node
-    int home_rounds = 3;        // rounds of the home-node process
+    int home_rounds = 3;        // rounds of the home-node process (0: none)
     int expect_cpus = 0;        // 0: any
     int expect_numa = 0;        // 0: any
     std::string sysfs = "/sys"; // where the kernel's topology is read
@@ -377,7 +377,7 @@ int main(int argc, char** argv) {
             o.task_us = long(v);
         } else if (arg == "--numa-rounds" && in(1, 1000)) {
             o.numa_rounds = int(v);
-        } else if (arg == "--home-rounds" && in(1, 1000)) {
+        } else if (arg == "--home-rounds" && in(0, 1000)) {
             o.home_rounds = int(v);
         } else if (arg == "--expect-cpus" && in(1, kMaxCpu)) {
             o.expect_cpus = int(v);
@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
         }
     }
     // The home-node process, alone on the segment once the others left.
-    const bool homes = seen.nodes.size() >= 2;
+    const bool homes = seen.nodes.size() >= 2 && o.home_rounds > 0;
     const int home = homes ? seen.nodes.back() : -1;
     const int home_tasks = homes ? std::max(1, seen.cpus_in_node.back() - 1) : 0;
     if (homes) {
@@ -511,7 +511,9 @@ int main(int argc, char** argv) {
                       std::to_string(b.off_node.load()) + " off their node" + numa);
 
     if (!homes) {
-        report("home", true, "skipped: one NUMA node, no home to prefer");
+        report("home", true,
+               o.home_rounds > 0 ? "skipped: one NUMA node, no home to prefer"
+                                 : "skipped (--home-rounds 0)");
     } else {
         const long off = b.off_home.load();
         all &= report("home", off == 0 && b.home_tasks.load() > 0,

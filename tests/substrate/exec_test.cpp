@@ -42,8 +42,7 @@ int cpus_held_by(const shm::Segment& s, pid_t pid) {
     for (int c = 0; c < s.header.cpu_count; ++c) {
         const shm::CpuSlot& cpu = s.cpus[c];
         const int32_t p = cpu.owner_proc.load();
-        if (cpu.state.load() == shm::CpuState::Running && p >= 0 && s.procs[p].pid == pid)
-            ++held;
+        if (cpu.state.load() == shm::CpuState::Running && p >= 0 && s.procs[p].pid == pid) ++held;
     }
     return held;
 }

@@ -92,15 +92,6 @@ class Spinner {
     pid_t pid_;
 };
 
-std::vector<int> allowed_cpus() {
-    std::vector<int> cpus;
-    cpu_set_t mask;
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &mask)) cpus.push_back(c);
-    return cpus;
-}
-
 // Counts, for the calling thread, which policy it runs under now.
 struct PolicyCount {
     std::atomic<int> batch{0}, other{0};
@@ -119,7 +110,7 @@ struct PolicyCount {
 // on two CPUs, one shared with a spinner, wake each other through submit and
 // pause: the one woken there must leave SCHED_BATCH.
 TEST(KernelPolicy, ThreadsWokenBehindABusyProgramOutsideCoexecLeaveSchedBatch) {
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = coexec::test::allowed_cpus();
     if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, one shared with a busy program";
     Spinner spinner(cpus[1]); // forked before the instance: it is not a member
     coexec::test::Instance in(

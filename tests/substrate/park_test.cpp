@@ -21,15 +21,6 @@ using coexec::test::Shared;
 
 namespace {
 
-std::vector<int> allowed_cpus() {
-    std::vector<int> cpus;
-    cpu_set_t mask;
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &mask)) cpus.push_back(c);
-    return cpus;
-}
-
 // The settings of an instance that manages the first `n` allowed CPUs.
 std::string binding(const std::vector<int>& cpus, size_t n) {
     std::string list;
@@ -121,7 +112,7 @@ void mark_completed(nosv_task_t) {
 // other work, each keeps its CPU parked and is woken there: the barriers
 // take the lock not once.
 TEST(Park, ATeamWhoseThreadsSleepAtEveryBarrierTakesNoLock) {
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = test::allowed_cpus();
     if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, one per thread of the team";
     Joined in(binding(cpus, 2));
     ASSERT_TRUE(in.mapped());
@@ -153,7 +144,7 @@ TEST(Park, ATeamWhoseThreadsSleepAtEveryBarrierTakesNoLock) {
 // Another process that needs the only CPU takes it from the thread that
 // parked it, which sleeps on until it is resumed, and then gets a CPU back.
 TEST(Park, AnotherProcessTakesTheCpuOfAPausedThread) {
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = test::allowed_cpus();
     ASSERT_FALSE(cpus.empty());
     Joined in(binding(cpus, 1));
     ASSERT_TRUE(in.mapped());
@@ -194,7 +185,7 @@ TEST(Park, AnotherProcessTakesTheCpuOfAPausedThread) {
 // Work of the same process bound to a parked CPU runs there while the
 // parker sleeps; resumed, the parker gets a CPU again.
 TEST(Park, ATaskBoundToAParkedCpuRunsWhileItsParkerSleeps) {
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = test::allowed_cpus();
     if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs: one parked, one for the submitter";
     Joined in(binding(cpus, 2));
     ASSERT_TRUE(in.mapped());

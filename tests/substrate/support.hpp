@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace coexec::test {
 
@@ -59,6 +60,16 @@ class ScopedSegment {
   private:
     std::string name_;
 };
+
+// The CPUs this process may run on (its affinity mask), system ids.
+inline std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+    return cpus;
+}
 
 // Memory shared with forked children, zero-initialised.
 template <typename T>
