@@ -230,17 +230,22 @@ void CpuHandover::sleep_parked(ThreadContext& self) {
 }
 
 bool CpuHandover::unpark(ThreadContext& self) {
-    const bool kept = sched().end_park(self.slot, self.held.cpu, self.park.word);
-    if (!kept) self.held.lost();
+    if (!sched().end_park(self.slot, self.held.cpu, self.park.word)) {
+        // Still blocked (park() counted it so): step_on_cpu() counts the
+        // worker unblocked once it has a CPU again.
+        self.held.lost();
+        self.park.slept = false;
+        return false;
+    }
+    workers_.unblocked(self);
     // Woken on our own CPU: a late wake-up there waited behind a program
     // outside coexec, as after a grant (CpuBinding::woken()).
-    if (kept && std::exchange(self.park.slept, false)) {
+    if (std::exchange(self.park.slept, false)) {
         const uint64_t resumed = self.park.resumed_ns.load(std::memory_order_relaxed);
         const uint64_t now = now_ns();
         binding_->woken_after(self, now > resumed ? now - resumed : 0);
     }
-    workers_.unblocked(self);
-    return kept;
+    return true;
 }
 
 int CpuHandover::cpu_wanted(const ThreadContext& self) const {

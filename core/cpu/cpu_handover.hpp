@@ -78,7 +78,8 @@ class CpuHandover {
     void sleep_parked(ThreadContext& self);
     // After park(): ends the park. True if the caller still holds its CPU
     // (no lock taken); false if someone took it meanwhile: the caller holds
-    // no CPU then, and makes its task ready and waits for one.
+    // no CPU then, and makes its task ready and waits for one
+    // (step_on_cpu(), which ends the blocked count that park() began).
     bool unpark(ThreadContext& self);
 
     // ---- code of the thread's own (the block extension) -----------------

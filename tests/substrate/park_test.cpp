@@ -231,3 +231,82 @@ TEST(Park, ATaskBoundToAParkedCpuRunsWhileItsParkerSleeps) {
     ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
     expect_nothing_parked(s);
 }
+
+namespace {
+
+// Tasks for the test below: a pauser counts its start, pauses once and
+// counts its end; a plain task counts its end.
+std::atomic<int> g_started{0}, g_ended{0};
+
+void pause_once(nosv_task_t) {
+    g_started.fetch_add(1);
+    EXPECT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+}
+void count_end(nosv_task_t) {
+    g_ended.fetch_add(1);
+}
+void nothing(nosv_task_t) {}
+
+} // namespace
+
+// Regression: a worker whose parked CPU was taken counted itself unblocked
+// twice when it came back, so that the process soon believed it had more
+// free workers than CPUs and started no new one when its pool was empty:
+// fresh tasks then waited for ever while every worker was paused.
+TEST(Park, WorkersWhoseParkedCpusWereTakenStillLeaveRoomForNewOnes) {
+    const std::vector<int> cpus = coexec::test::allowed_cpus();
+    ASSERT_FALSE(cpus.empty());
+    Joined in(binding(cpus, 1));
+    ASSERT_TRUE(in.mapped());
+    const shm::Segment& s = in.segment();
+    nosv_task_type_t pauser = nullptr, plain = nullptr;
+    ASSERT_EQ(nosv_type_init(&pauser, pause_once, nullptr, count_end, "pauser", nullptr, nullptr,
+                             NOSV_TYPE_INIT_NONE),
+              NOSV_SUCCESS);
+    ASSERT_EQ(nosv_type_init(&plain, nothing, nullptr, count_end, "plain", nullptr, nullptr,
+                             NOSV_TYPE_INIT_NONE),
+              NOSV_SUCCESS);
+    g_started.store(0);
+    g_ended.store(0);
+    // A pauser parks the only CPU, a plain task takes it, and the pauser,
+    // resumed, comes back to a lost park: four times.
+    constexpr int kLost = 4;
+    for (int i = 0; i < kLost; ++i) {
+        nosv_task_t a = nullptr, b = nullptr;
+        ASSERT_EQ(nosv_create(&a, pauser, 0, NOSV_CREATE_NONE), NOSV_SUCCESS);
+        ASSERT_EQ(nosv_create(&b, plain, 0, NOSV_CREATE_NONE), NOSV_SUCCESS);
+        const int ended = g_ended.load();
+        ASSERT_EQ(nosv_submit(a, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+        ASSERT_TRUE(test::wait_until([&] { return s.header.parked_cpus.load() == 1; }))
+            << "round " << i << ": the pauser did not park the CPU";
+        ASSERT_EQ(nosv_submit(b, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+        ASSERT_TRUE(test::wait_until([&] { return g_ended.load() == ended + 1; }))
+            << "round " << i << ": the plain task did not take the parked CPU";
+        ASSERT_EQ(nosv_submit(a, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+        ASSERT_TRUE(test::wait_until([&] { return g_ended.load() == ended + 2; }))
+            << "round " << i << ": the pauser did not get a CPU back";
+        ASSERT_EQ(nosv_destroy(a, NOSV_DESTROY_NONE), NOSV_SUCCESS);
+        ASSERT_EQ(nosv_destroy(b, NOSV_DESTROY_NONE), NOSV_SUCCESS);
+    }
+    // Now pausers one after the other, each submitted once the one before
+    // paused: with every worker paused, only a new one can run the next,
+    // and nobody but the submit starts one.
+    constexpr int kPausers = 6;
+    std::vector<nosv_task_t> pausers(kPausers);
+    g_started.store(0);
+    const int ended = g_ended.load();
+    for (int i = 0; i < kPausers; ++i) {
+        ASSERT_EQ(nosv_create(&pausers[size_t(i)], pauser, 0, NOSV_CREATE_NONE), NOSV_SUCCESS);
+        ASSERT_EQ(nosv_submit(pausers[size_t(i)], NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+        EXPECT_TRUE(test::wait_until([&] { return g_started.load() == i + 1; }))
+            << "pauser " << i << " did not start";
+    }
+    for (nosv_task_t t : pausers)
+        ASSERT_EQ(nosv_submit(t, NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+    ASSERT_TRUE(test::wait_until([&] { return g_ended.load() == ended + kPausers; }));
+    for (nosv_task_t t : pausers)
+        ASSERT_EQ(nosv_destroy(t, NOSV_DESTROY_NONE), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_type_destroy(pauser, NOSV_TYPE_DESTROY_NONE), NOSV_SUCCESS);
+    ASSERT_EQ(nosv_type_destroy(plain, NOSV_TYPE_DESTROY_NONE), NOSV_SUCCESS);
+    expect_nothing_parked(s);
+}
