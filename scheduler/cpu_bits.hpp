@@ -40,21 +40,27 @@ inline void clear_below(shm::CpuBits& bits, int32_t count) {
     }
 }
 
-// Calls `visit(c)` for each CPU slot c below `count` in `bits`, in index
+// Calls `visit(c)` for each CPU slot c below `count` in a set, in index
 // order, until it returns true; returns that c, or kNone. It reads
-// count / 64 words and visits the set bits alone: a search costs the
-// members of the set, not the slots of the node. `visit` may take c out of
-// the set (each word is read once, before its bits are visited).
-template <class Visit>
-int32_t find_in(const uint64_t* words, int32_t count, Visit visit) {
+// count / 64 words, word i as `word(i)` returns it, and visits the set
+// bits alone: a search costs the members of the set, not the slots of the
+// node. `visit` may take c out of the set (each word is read once, before
+// its bits are visited). The find_in() overloads below name the words.
+template <class Word, class Visit>
+int32_t find_in_words(int32_t count, Word word, Visit visit) {
     for (int32_t i = 0; i * 64 < count; ++i) {
-        for (uint64_t w = words[i]; w != 0; w &= w - 1) {
+        for (uint64_t w = word(i); w != 0; w &= w - 1) {
             const int32_t c = i * 64 + std::countr_zero(w);
             if (c >= count) return shm::kNone;
             if (visit(c)) return c;
         }
     }
     return shm::kNone;
+}
+template <class Visit>
+int32_t find_in(const uint64_t* words, int32_t count, Visit visit) {
+    return find_in_words(
+        count, [&](int32_t i) { return words[i]; }, visit);
 }
 template <class Visit>
 int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
@@ -65,14 +71,8 @@ int32_t find_in(const shm::CpuBits& bits, int32_t count, Visit visit) {
 // left it visited.
 template <class Visit>
 int32_t find_in(const shm::AtomicCpuBits& bits, int32_t count, Visit visit) {
-    for (int32_t i = 0; i * 64 < count; ++i) {
-        for (uint64_t w = bits.words[i].load(std::memory_order_seq_cst); w != 0; w &= w - 1) {
-            const int32_t c = i * 64 + std::countr_zero(w);
-            if (c >= count) return shm::kNone;
-            if (visit(c)) return c;
-        }
-    }
-    return shm::kNone;
+    return find_in_words(
+        count, [&](int32_t i) { return bits.words[i].load(std::memory_order_seq_cst); }, visit);
 }
 
 // ---- a set changed without the lock (shm::AtomicCpuBits) ------------
@@ -105,14 +105,8 @@ inline void clear_below(shm::AtomicCpuBits& bits, int32_t count) {
 // find_in() over the CPUs in both `a` and `b`.
 template <class Visit>
 int32_t find_in_both(const shm::CpuBits& a, const shm::CpuBits& b, int32_t count, Visit visit) {
-    for (int32_t i = 0; i * 64 < count; ++i) {
-        for (uint64_t w = a.words[i] & b.words[i]; w != 0; w &= w - 1) {
-            const int32_t c = i * 64 + std::countr_zero(w);
-            if (c >= count) return shm::kNone;
-            if (visit(c)) return c;
-        }
-    }
-    return shm::kNone;
+    return find_in_words(
+        count, [&](int32_t i) { return a.words[i] & b.words[i]; }, visit);
 }
 
 } // namespace coexec::scheduler

@@ -249,16 +249,7 @@ int32_t Policy::take_parked_cpu(int32_t proc, const Placement& where, WakeList& 
     const int32_t node = preferred_node(proc, where);
     // (Under our lock: the analysis does not follow it into a lambda.)
     auto take = [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
-        if (!where.allows(s_.cpus[c], c)) return false;
-        KeepWord word;
-        const int32_t t = cpus_.parked_holder(c, word);
-        // The parker may win its period back meanwhile: then the next one.
-        if (t == kNone || !cpus_.claim_kept(c, t, word)) return false;
-        cpus_.set_free(c);
-        // Nobody of `proc` to take it after all (a receiver closed since):
-        // whoever has work for it.
-        if (grant_to_pool(c, proc, wakes) == kNone) offer_released(c, wakes);
-        return true;
+        return where.allows(s_.cpus[c], c) && take_parked(c, proc, wakes);
     };
     if (node != kNone)
         if (const int32_t c = find_in(
@@ -272,9 +263,21 @@ void Policy::take_parked_for(int32_t proc, WakeList& wakes) {
     if (s_.header.parked_cpus.load(std::memory_order_seq_cst) <= 0) return;
     // (Under our lock: the analysis does not follow it into a lambda.)
     find_in(s_.header.parked, cpus_.cpu_count(), [&](int32_t c) COEXEC_NO_THREAD_SAFETY_ANALYSIS {
-        if (has_work(proc, c)) take_parked_cpu(proc, {Placement::Kind::Cpu, c, true}, wakes);
+        if (has_work(proc, c)) take_parked(c, proc, wakes);
         return s_.procs[proc].ready_total.load(rlx) <= 0; // nothing left to place
     });
+}
+
+bool Policy::take_parked(int32_t c, int32_t proc, WakeList& wakes) {
+    KeepWord word;
+    const int32_t t = cpus_.parked_holder(c, word);
+    // The parker may have won its period back meanwhile.
+    if (t == kNone || !cpus_.claim_kept(c, t, word)) return false;
+    cpus_.set_free(c);
+    // Nobody of `proc` to take it after all (a receiver closed since):
+    // whoever has work for it.
+    if (grant_to_pool(c, proc, wakes) == kNone) offer_released(c, wakes);
+    return true;
 }
 
 int32_t Policy::offer(int32_t c, WakeList& wakes) {

@@ -192,6 +192,10 @@ class Policy {
         COEXEC_REQUIRES(segment_lock);
     int32_t find_unheld_cpu(int32_t proc, const Placement& where, int32_t prefer) const
         COEXEC_REQUIRES(segment_lock);
+    // Takes `cpu` from the thread that parked it, if it still does, frees
+    // it and grants it to a pool thread or waiting thread of `proc` (offers
+    // it if `proc` has none); false if `cpu` is not parked.
+    bool take_parked(int32_t cpu, int32_t proc, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
     // After the holder made `cpu` unheld: offers it to work queued
     // meanwhile (the Dekker pair of a submitter's kick).
     int32_t offer_released(int32_t cpu, WakeList& wakes) COEXEC_REQUIRES(segment_lock);
