@@ -90,6 +90,52 @@ class Team {
     std::atomic<int> arrived_{0};
 };
 
+// An attached thread whose task pauses until resume(): it parks the CPU it
+// was granted, which `cpu()` names.
+class PausedThread {
+  public:
+    explicit PausedThread(const shm::Segment& s)
+        : thread_([this] {
+              nosv_task_t self = nullptr;
+              ASSERT_EQ(nosv_attach(&self, nullptr, "parker", NOSV_ATTACH_NONE), NOSV_SUCCESS);
+              cpu_.store(nosv_get_current_system_cpu());
+              task_.store(self);
+              EXPECT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
+              resumed_.store(true);
+              EXPECT_NE(nosv_get_current_system_cpu(), -1) << "resumed without a CPU";
+              EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
+          }) {
+        parked_ = test::wait_until([&] { return s.header.parked_cpus.load() == 1; });
+    }
+    // A test that stopped before resume() still ends the thread.
+    ~PausedThread() {
+        if (!thread_.joinable()) return;
+        if (test::wait_until([&] { return task_.load() != nullptr; }))
+            nosv_submit(task_.load(), NOSV_SUBMIT_NONE);
+        thread_.join();
+    }
+    PausedThread(const PausedThread&) = delete;
+    PausedThread& operator=(const PausedThread&) = delete;
+
+    // Whether the thread parked its CPU (within the tests' patience).
+    bool parked() const { return parked_; }
+    int cpu() const { return cpu_.load(); }
+    bool resumed() const { return resumed_.load(); }
+    // Submits the paused task and waits for the thread to end.
+    void resume() {
+        ASSERT_EQ(nosv_submit(task_.load(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
+        thread_.join();
+        EXPECT_TRUE(resumed_.load());
+    }
+
+  private:
+    std::atomic<nosv_task_t> task_{nullptr};
+    std::atomic<int> cpu_{-1};
+    std::atomic<bool> resumed_{false};
+    bool parked_ = false;
+    std::thread thread_; // last: it starts once the fields above exist
+};
+
 // Memory shared with the child of the cross-process test.
 struct Flags {
     std::atomic<int> attached{0};
@@ -150,19 +196,8 @@ TEST(Park, AnotherProcessTakesTheCpuOfAPausedThread) {
     ASSERT_TRUE(in.mapped());
     const shm::Segment& s = in.segment();
     Shared<Flags> flags;
-    std::atomic<nosv_task_t> parker{nullptr};
-    std::atomic<bool> resumed{false};
-    std::thread paused([&] {
-        nosv_task_t self = nullptr;
-        ASSERT_EQ(nosv_attach(&self, nullptr, "parker", NOSV_ATTACH_NONE), NOSV_SUCCESS);
-        parker.store(self);
-        EXPECT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
-        resumed.store(true);
-        EXPECT_NE(nosv_get_current_system_cpu(), -1) << "resumed without a CPU";
-        EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
-    });
-    ASSERT_TRUE(test::wait_until([&] { return s.header.parked_cpus.load() == 1; }))
-        << "the paused thread did not park its CPU";
+    PausedThread paused(s);
+    ASSERT_TRUE(paused.parked()) << "the paused thread did not park its CPU";
     const pid_t child = test::fork_child([&] {
         if (nosv_init() != NOSV_SUCCESS) return 10;
         nosv_task_t t = nullptr;
@@ -175,10 +210,8 @@ TEST(Park, AnotherProcessTakesTheCpuOfAPausedThread) {
     });
     EXPECT_EQ(test::wait_child(child), 0);
     EXPECT_EQ(flags->attached.load(), 1);
-    EXPECT_FALSE(resumed.load()) << "the pause returned before its submit";
-    ASSERT_EQ(nosv_submit(parker.load(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
-    paused.join();
-    EXPECT_TRUE(resumed.load());
+    EXPECT_FALSE(paused.resumed()) << "the pause returned before its submit";
+    paused.resume();
     expect_nothing_parked(s);
 }
 
@@ -190,20 +223,8 @@ TEST(Park, ATaskBoundToAParkedCpuRunsWhileItsParkerSleeps) {
     Joined in(binding(cpus, 2));
     ASSERT_TRUE(in.mapped());
     const shm::Segment& s = in.segment();
-    std::atomic<nosv_task_t> parker{nullptr};
-    std::atomic<int> parked_on{-1};
-    std::atomic<bool> resumed{false};
-    std::thread paused([&] {
-        nosv_task_t self = nullptr;
-        ASSERT_EQ(nosv_attach(&self, nullptr, "parker", NOSV_ATTACH_NONE), NOSV_SUCCESS);
-        parked_on.store(nosv_get_current_system_cpu());
-        parker.store(self);
-        EXPECT_EQ(nosv_pause(NOSV_PAUSE_NONE), NOSV_SUCCESS);
-        resumed.store(true);
-        EXPECT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
-    });
-    ASSERT_TRUE(test::wait_until([&] { return s.header.parked_cpus.load() == 1; }))
-        << "the paused thread did not park its CPU";
+    PausedThread paused(s);
+    ASSERT_TRUE(paused.parked()) << "the paused thread did not park its CPU";
     nosv_task_t self = nullptr;
     ASSERT_EQ(nosv_attach(&self, nullptr, "submitter", NOSV_ATTACH_NONE), NOSV_SUCCESS);
     nosv_task_type_t type = nullptr;
@@ -212,7 +233,7 @@ TEST(Park, ATaskBoundToAParkedCpuRunsWhileItsParkerSleeps) {
               NOSV_SUCCESS);
     nosv_task_t bound = nullptr;
     ASSERT_EQ(nosv_create(&bound, type, 0, NOSV_CREATE_NONE), NOSV_SUCCESS);
-    nosv_affinity_t strict = nosv_affinity_get(uint32_t(parked_on.load()), NOSV_AFFINITY_LEVEL_CPU,
+    nosv_affinity_t strict = nosv_affinity_get(uint32_t(paused.cpu()), NOSV_AFFINITY_LEVEL_CPU,
                                                NOSV_AFFINITY_TYPE_STRICT);
     nosv_set_task_affinity(bound, &strict);
     g_ran_on.store(-1);
@@ -221,11 +242,9 @@ TEST(Park, ATaskBoundToAParkedCpuRunsWhileItsParkerSleeps) {
     // Waited for from a task, which keeps its own CPU meanwhile.
     ASSERT_TRUE(test::wait_until([] { return g_completed.load(); }))
         << "the task bound to the parked CPU did not run";
-    EXPECT_EQ(g_ran_on.load(), parked_on.load());
-    EXPECT_FALSE(resumed.load()) << "the pause returned before its submit";
-    ASSERT_EQ(nosv_submit(parker.load(), NOSV_SUBMIT_NONE), NOSV_SUCCESS);
-    paused.join();
-    EXPECT_TRUE(resumed.load());
+    EXPECT_EQ(g_ran_on.load(), paused.cpu());
+    EXPECT_FALSE(paused.resumed()) << "the pause returned before its submit";
+    paused.resume();
     ASSERT_EQ(nosv_destroy(bound, NOSV_DESTROY_NONE), NOSV_SUCCESS);
     ASSERT_EQ(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), NOSV_SUCCESS);
     ASSERT_EQ(nosv_detach(NOSV_DETACH_NONE), NOSV_SUCCESS);
