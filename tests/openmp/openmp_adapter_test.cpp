@@ -553,6 +553,37 @@ TEST_P(AttachedFirst, DefaultTeamsSpanTheThreadsVisibleMask) {
 
 INSTANTIATE_TEST_SUITE_P(OpenMP, AttachedFirst, ::testing::Values("clang", "gcc"));
 
+class HostedRoots : public TwoCpus {};
+
+// Under `coexec run` the program's own threads are hosted, and eight of
+// them open their first regions at once on two CPUs: libomp registers each
+// as a root under its global locks (ticket locks: the next owner is fixed),
+// while the new teams' workers wait for CPUs. A root that waits for such a
+// lock before libomp has seen it in a region must give its CPU to the
+// thread whose turn it is; with the kernel's yield, two waiting roots kept
+// both CPUs for good (all ten runs of the GCC build hung). The preemption
+// safety net, which ended such a stall after 100 ms, is off here, so only
+// the roots' own waits can let the turn's owner run.
+TEST_P(HostedRoots, FirstRegionsOfManyProgramThreadsAllRun) {
+    if (!fs::exists(kCoexecCli)) GTEST_SKIP() << kCoexecCli << " is not built";
+    auto env = rehosted_env("roots" + GetParam());
+    env.erase("LD_LIBRARY_PATH"); // `coexec run` sets up the loader itself
+    env["COEXEC_CONFIG_OVERRIDE"] += ",topology.binding=0-1,scheduler.preempt_after_ns=0";
+    env["COEXEC_HOST_THREADS"] = "all";
+    for (int round = 0; round < 3; ++round) {
+        const ProcessResult r =
+            run({kCoexecCli, "run", "--", program("omp_thread_roots", GetParam()), "8", "20"}, env,
+                60s);
+        ASSERT_FALSE(r.timed_out) << "round " << round << ": hosted roots kept the CPUs from "
+                                  << "the lock's next owner\n"
+                                  << r.err;
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_TRUE(contains(r.out, "roots 8 regions 160")) << r.out;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(OpenMP, HostedRoots, ::testing::Values("clang", "gcc"));
+
 // A policy name coexec does not know: one clear line, then the default.
 TEST(BadInput, UnknownRootPolicyIsReportedAndTheDefaultUsed) {
     auto env = rehosted_env("badroot");

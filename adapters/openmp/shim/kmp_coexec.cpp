@@ -215,12 +215,7 @@ class ThreadSlot {
     // detach it). Workers are bound to the CPU coexec grants; roots run the
     // application's serial code too, so they keep their own affinity.
     void enter(Role role) {
-        if (nosv_task_t own = nosv_self()) {
-            role_ = Role::foreign;
-            holds_ = true;
-            task_ = own;
-            return;
-        }
+        if (adopt_foreign()) return;
         have_mask_ = sched_getaffinity(0, sizeof(mask_), &mask_) == 0;
         nosv_task_t task = nullptr;
         Inside inside(*this);
@@ -244,6 +239,25 @@ class ThreadSlot {
         task_ = task;
         role_ = role;
         holds_ = true;
+    }
+
+    // A thread libomp has not seen in a region yet that someone else
+    // attached (a hosted program thread, a TBB worker) becomes foreign: it
+    // holds the CPU it runs on. Its first waits in libomp (for the global
+    // locks under which the first region registers a root, for an OpenMP
+    // lock taken outside any region) then give the CPU away as a root's do.
+    // Spinning on the kernel's yield instead, two such threads kept both
+    // CPUs of a node while the thread whose turn the lock's ticket gave
+    // waited for one (omp_thread_roots). Whether it returns true: the
+    // thread is foreign now.
+    bool adopt_foreign() {
+        if (role_ != Role::none) return false;
+        nosv_task_t own = nosv_self();
+        if (own == nullptr) return false;
+        role_ = Role::foreign;
+        holds_ = true;
+        task_ = own;
+        return true;
     }
 
     // Detaches a thread that we attached.
@@ -443,7 +457,8 @@ bool keeps_cpu(int wanted) {
 } // namespace
 
 bool __kmp_coexec_yield() {
-    if (!__kmp_coexec_on() || !slot.holds_cpu() || slot.inside_coexec()) return false;
+    if (!__kmp_coexec_on() || slot.inside_coexec()) return false;
+    if (!slot.holds_cpu() && !slot.adopt_foreign()) return false;
     // The first spin of a wait, then every kProbeEvery-th, probes whether a
     // coexec thread waits for the CPU (a relaxed read of the segment). The
     // first finds a teammate that shares the CPU, queued before the wait
