@@ -32,13 +32,16 @@
 #include "core/interpose/forwarded_call.hpp"
 #include "core/interpose/host_calls.h"
 #include "core/interpose/next_definition.hpp"
+#include "shm/clock.hpp"
 
 #include <coexec/ext.h>
 #include <nosv.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
+#include <optional>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -72,13 +75,82 @@ bool reclaim_cpu_now() {
     return coexec_host_reclaim_cpu() != 0;
 }
 
+// Program threads whose CPU went away in a wait here and that have not
+// taken one back (ThreadAway). Relaxed: a yield that reads it late (see
+// sched_yield()) decides one spin as if the count were still the old one.
+std::atomic<int> g_threads_away{0};
+
+// Counts the calling thread in g_threads_away for its scope.
+class ThreadAway {
+  public:
+    ThreadAway() { g_threads_away.fetch_add(1, std::memory_order_relaxed); }
+    ~ThreadAway() { g_threads_away.fetch_sub(1, std::memory_order_relaxed); }
+    ThreadAway(const ThreadAway&) = delete;
+    ThreadAway& operator=(const ThreadAway&) = delete;
+};
+
+bool some_thread_away() {
+    return g_threads_away.load(std::memory_order_relaxed) != 0;
+}
+
+// Under all, the kernel's yield after a hosted thread's own (sched_yield()),
+// for the calling thread. A hosted thread whose wait here ends while its
+// CPU is away must run before it can ask coexec for a CPU at all, and the
+// kernel runs it where it slept: often on the CPU that a spinning thread of
+// its process holds now. Holders run under SCHED_BATCH, which a waking
+// thread does not preempt, so it waited for the spinner's time slice to
+// end. A Dask blocked matmul (two scheduler threads calling OpenBLAS's
+// pthreads build, whose pool thread spins with sched_yield) took 0.80-0.86 s
+// so, 0.68-0.69 s with the kernel's yield, 0.70-0.82 s without coexec (2
+// CPUs). While no hosted thread is away (g_threads_away), no such thread
+// exists and the kernel's yield is skipped.
+//
+// The kernel's yield also hands a program outside coexec that shares the
+// CPU (a CPU hog) a whole time slice: once per spin, two OpenBLAS threads
+// pinned beside hogs waited for each other through those slices (40 LU
+// solves, n = 400: 3.8-4.4 s, against 0.6-1.1 s without the kernel's yield;
+// stock OpenBLAS, unpinned, 0.55 s or 4.5 s from run to run; 2 CPUs). A
+// yield that lasts kLongNs or more ran such a program: the thread then
+// skips the kernel's yield for a while, twice as long after each long one,
+// and starts over after a short one. A woken thread of ours runs for
+// microseconds before it sleeps for a CPU, far less than kLongNs. (40 LU
+// solves in a thread beside two hogs, while the main thread joins it: 4.5 s
+// without the back-off, 0.34-0.54 s with it; stock 4.1-4.5 s.)
+class KernelYield {
+  public:
+    int yield(int (*kernel_yield)()) {
+        const uint64_t start = coexec::shm::now_ns();
+        if (start < quiet_until_) return 0;
+        const int rc = kernel_yield();
+        const uint64_t end = coexec::shm::now_ns();
+        if (end - start < kLongNs) {
+            backoff_ = kFirstBackoffNs;
+        } else {
+            quiet_until_ = end + backoff_;
+            backoff_ = std::min(2 * backoff_, kLastBackoffNs);
+        }
+        return rc;
+    }
+
+    static constexpr uint64_t kLongNs = 1'000'000;
+    static constexpr uint64_t kFirstBackoffNs = 10'000'000;
+    static constexpr uint64_t kLastBackoffNs = 1'000'000'000;
+
+  private:
+    uint64_t quiet_until_ = 0;
+    uint64_t backoff_ = kFirstBackoffNs;
+};
+
+// Trivially destructible, so a thread-local costs no exit handler.
+thread_local KernelYield t_kernel_yield;
+
 // The CPU, away while a blocking call of a hosted program thread waits.
 class CpuAway {
   public:
     CpuAway(const void* caller, int (*step)()) {
         // A null caller: the call does not wait (a zero timeout, WNOHANG).
-        if (caller && hosted_program_call(caller))
-            away_ = take_lent_asleep() || step() == NOSV_SUCCESS;
+        if (caller && hosted_program_call(caller) && (take_lent_asleep() || step() == NOSV_SUCCESS))
+            away_.emplace();
     }
     ~CpuAway() {
         if (!away_) return;
@@ -90,7 +162,7 @@ class CpuAway {
     CpuAway& operator=(const CpuAway&) = delete;
 
   private:
-    bool away_ = false;
+    std::optional<ThreadAway> away_; // engaged while the CPU is away
 };
 
 // The next definition of each call, looked up once (next_definition.hpp).
@@ -203,6 +275,7 @@ template <typename Lock, typename TryLock, typename Unlock>
 int lock_away(Lock lock, TryLock try_lock, Unlock unlock) {
     for (;;) {
         if (!take_lent_asleep() && coexec_lend_cpu() != NOSV_SUCCESS) return lock();
+        const ThreadAway away;
         const int rc = lock();
         // Not taken (an error, a deadline passed, or a robust mutex's
         // EOWNERDEAD, whose state the caller must repair before anyone else
@@ -234,13 +307,17 @@ int rwlock_unlock(pthread_rwlock_t* l) {
 template <typename Wait>
 int cond_wait_away(pthread_mutex_t* m, Wait wait) {
     if (!take_lent_asleep() && coexec_lend_cpu() != NOSV_SUCCESS) return wait();
-    const int rc = wait();
-    if (rc == EOWNERDEAD || reclaim_cpu_now()) {
-        if (rc == EOWNERDEAD) coexec_block_exit();
-        return rc;
+    int rc;
+    {
+        const ThreadAway away;
+        rc = wait();
+        if (rc == EOWNERDEAD || reclaim_cpu_now()) {
+            if (rc == EOWNERDEAD) coexec_block_exit();
+            return rc;
+        }
+        mutex_unlock(m);
+        coexec_block_exit();
     }
-    mutex_unlock(m);
-    coexec_block_exit();
     if (next_pthread_mutex_trylock()(m) == EBUSY)
         lock_away([m] { return next_pthread_mutex_lock()(m); },
                   [m] { return next_pthread_mutex_trylock()(m); }, [m] { mutex_unlock(m); });
@@ -397,19 +474,16 @@ COEXEC_INTERPOSE int pthread_barrier_wait(pthread_barrier_t* b) {
 // instead of 1.8 s (2 CPUs).
 //
 // Then the kernel's yield (the re-hosted libomp's, when it is loaded), for
-// threads coexec does not place that may share the CPU: under main, the
-// threads the program starts. Not when every thread of the program is
-// hosted (all): the kernel's yield would then only serve programs outside
-// coexec, and hand each of them a whole time slice per spin. Two OpenBLAS
-// threads, each pinned to the CPU it holds beside a CPU hog (stress-ng),
-// waited for each other through those slices: 40 LU solves (n = 400) took
-// 3.8-4.4 s against 0.6-1.1 s without the kernel's yield (2 CPUs); stock
-// OpenBLAS, unpinned, took 0.55 s or 4.5 s from run to run.
+// threads that may share the CPU without holding it: under main, the
+// threads the program starts, which coexec does not place; under all, a
+// hosted thread whose wait here ended while its CPU was away (see
+// KernelYield).
 COEXEC_INTERPOSE int sched_yield() noexcept {
     FORWARDED;
     if (hosted_program_call(CALLER)) {
         nosv_yield(NOSV_YIELD_NONE);
-        if (every_program_thread_hosted()) return 0;
+        if (every_program_thread_hosted())
+            return some_thread_away() ? t_kernel_yield.yield(next_sched_yield()) : 0;
     }
     return next_sched_yield()();
 }

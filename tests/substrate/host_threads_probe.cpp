@@ -15,11 +15,12 @@
 // other process gets the CPU only if the call gave it away.
 //
 // `spin_for_own_task` needs no other process (GO_FD is not read): the main
-// thread spins until a task of its own process ran. Neither do
-// `yields_reach_kernel` and `yields_stay_in_coexec`: the thread calls
-// sched_yield 100 times, and the call succeeds when every one (or none)
-// reached the definition after libcoexec-host.so's (kernel_yield_counter.cpp,
-// preloaded after it).
+// thread spins until a task of its own process ran. Neither do the
+// `yields_*` operations: the thread calls sched_yield 100 times, and the
+// call succeeds when every one (`yields_reach_kernel`), none
+// (`yields_stay_in_coexec`), at least one (`yields_may_reach_kernel`) or at
+// most ten (`yields_back_off`) reached the definition after
+// libcoexec-host.so's (kernel_yield_counter.cpp, preloaded after it).
 //
 // Exit status: 0 when the calling thread was hosted before the call and
 // still is after it, 2 for bad arguments, 3 when it is not hosted, 4 when
@@ -330,6 +331,8 @@ const std::map<std::string, std::function<bool()>>& operations() {
         {"spin_for_own_task", spin_for_own_task},
         {"yields_reach_kernel", [] { return kernel_yields_of_100() == 100; }},
         {"yields_stay_in_coexec", [] { return kernel_yields_of_100() == 0; }},
+        {"yields_may_reach_kernel", [] { return kernel_yields_of_100() > 0; }},
+        {"yields_back_off", [] { return kernel_yields_of_100() <= 10; }},
     };
     return ops;
 }
