@@ -248,8 +248,8 @@ class ThreadSlot {
     // lock taken outside any region) then give the CPU away as a root's do.
     // Spinning on the kernel's yield instead, two such threads kept both
     // CPUs of a node while the thread whose turn the lock's ticket gave
-    // waited for one (omp_thread_roots). Whether it returns true: the
-    // thread is foreign now.
+    // waited for one (omp_thread_roots). Returns true when it made the
+    // thread foreign.
     bool adopt_foreign() {
         if (role_ != Role::none) return false;
         nosv_task_t own = nosv_self();
