@@ -17,11 +17,8 @@
 
 #include <nosv.h>
 
-#include <csignal>
 #include <fcntl.h>
-#include <sched.h>
 #include <string>
-#include <sys/wait.h>
 #include <tuple>
 #include <unistd.h>
 #include <vector>
@@ -194,24 +191,13 @@ TEST(HostThreads, KernelYieldOnlyWhileAThreadMayShareTheCpuUnheld) {
 // first reaches the kernel and runs the spinner; the next 99 come within
 // the quiet time after it.
 TEST(HostThreads, KernelYieldsBackOffBesideAProgramOutsideCoexec) {
+    const test::Spinner spinner(0);
     test::ScopedSegment seg("topology.binding=0");
-    const pid_t spinner = ::fork();
-    ASSERT_GE(spinner, 0);
-    if (spinner == 0) {
-        cpu_set_t cpu0;
-        CPU_ZERO(&cpu0);
-        CPU_SET(0, &cpu0);
-        if (sched_setaffinity(0, sizeof cpu0, &cpu0) != 0) _exit(1);
-        for (;;) {
-        }
-    }
     const int rc = test::wait_child(
         test_support::spawn({kProbe, "yields_back_off", "-1", "started"},
                             {{"COEXEC_HOST_THREADS", "all"},
                              {"LD_PRELOAD", kPreload + ":" + KERNEL_YIELD_COUNTER}}),
         test::kPatience);
-    ::kill(spinner, SIGKILL);
-    ::waitpid(spinner, nullptr, 0);
     EXPECT_EQ(rc, 0) << "4: more than 10 of 100 yields went to the kernel beside the spinner";
 }
 

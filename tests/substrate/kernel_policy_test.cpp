@@ -68,30 +68,6 @@ TEST(BatchGuess, ALongTimeUnderSchedBatchStartsTheStaysOver) {
 
 namespace {
 
-// A program outside coexec that spins on one CPU until the guard ends it.
-class Spinner {
-  public:
-    explicit Spinner(int cpu) {
-        pid_ = coexec::test::fork_child([cpu] {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(cpu, &one);
-            if (sched_setaffinity(0, sizeof one, &one) != 0) return 1;
-            volatile bool spin = true;
-            while (spin) {
-            }
-            return 0;
-        });
-    }
-    ~Spinner() {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-    }
-
-  private:
-    pid_t pid_;
-};
-
 // Counts, for the calling thread, which policy it runs under now.
 struct PolicyCount {
     std::atomic<int> batch{0}, other{0};
@@ -112,7 +88,7 @@ struct PolicyCount {
 TEST(KernelPolicy, ThreadsWokenBehindABusyProgramOutsideCoexecLeaveSchedBatch) {
     const std::vector<int> cpus = coexec::test::allowed_cpus();
     if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, one shared with a busy program";
-    Spinner spinner(cpus[1]); // forked before the instance: it is not a member
+    coexec::test::Spinner spinner(cpus[1]); // forked before the instance: it is not a member
     coexec::test::Instance in(
         "topology.binding=" + std::to_string(cpus[0]) + "," + std::to_string(cpus[1]), false);
     constexpr int kRounds = 400;

@@ -109,6 +109,34 @@ inline pid_t fork_child(const std::function<int()>& body) {
     return pid;
 }
 
+// A program outside coexec that spins on kernel CPU `cpu` until the guard
+// ends it (a CPU hog). Forked: start it before the test's instance, so it
+// is not a member.
+class Spinner {
+  public:
+    explicit Spinner(int cpu) {
+        pid_ = fork_child([cpu] {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (sched_setaffinity(0, sizeof one, &one) != 0) return 1;
+            volatile bool spin = true;
+            while (spin) {
+            }
+            return 0;
+        });
+    }
+    ~Spinner() {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+    Spinner(const Spinner&) = delete;
+    Spinner& operator=(const Spinner&) = delete;
+
+  private:
+    pid_t pid_;
+};
+
 // Waits for `pid`; kills it after `timeout`. Returns the exit code, or
 // 128+signal, or -1 on timeout.
 inline int wait_child(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
