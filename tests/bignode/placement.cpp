@@ -238,6 +238,27 @@ struct Seen {
     double cover_seconds = 0;
 };
 
+// `n` joinable tasks of `type`, each with `args` as its metadata and, when
+// `args.node` names a node, a strict affinity to it.
+std::vector<nosv_task_t> make_tasks(nosv_task_type_t type, size_t n, TaskArgs args) {
+    std::vector<nosv_task_t> tasks(n);
+    for (auto& t : tasks) {
+        check(nosv_create(&t, type, sizeof(TaskArgs), NOSV_CREATE_JOINABLE), "nosv_create");
+        *static_cast<TaskArgs*>(nosv_get_task_metadata(t)) = args;
+        if (args.node >= 0) {
+            nosv_affinity_t a = nosv_affinity_get(uint32_t(args.node), NOSV_AFFINITY_LEVEL_NUMA,
+                                                  NOSV_AFFINITY_TYPE_STRICT);
+            nosv_set_task_affinity(t, &a);
+        }
+    }
+    return tasks;
+}
+
+void destroy_tasks(const std::vector<nosv_task_t>& tasks) {
+    for (nosv_task_t t : tasks)
+        check(nosv_destroy(t, NOSV_DESTROY_NONE), "nosv_destroy");
+}
+
 // One process's work: the cover rounds until every managed CPU ran a task
 // (of any process) or the limit, then the strict NUMA rounds.
 Seen work(const Options& o) {
@@ -262,26 +283,9 @@ Seen work(const Options& o) {
     check(nosv_type_init(&type, task_run, nullptr, nullptr, "placement", nullptr, nullptr,
                          NOSV_TYPE_INIT_NONE),
           "nosv_type_init");
-    auto make = [&](size_t n, int node) {
-        std::vector<nosv_task_t> tasks(n);
-        for (auto& t : tasks) {
-            check(nosv_create(&t, type, sizeof(TaskArgs), NOSV_CREATE_JOINABLE), "nosv_create");
-            *static_cast<TaskArgs*>(nosv_get_task_metadata(t)) = {node, o.task_us};
-            if (node >= 0) {
-                nosv_affinity_t a = nosv_affinity_get(uint32_t(node), NOSV_AFFINITY_LEVEL_NUMA,
-                                                      NOSV_AFFINITY_TYPE_STRICT);
-                nosv_set_task_affinity(t, &a);
-            }
-        }
-        return tasks;
-    };
-    auto destroy = [](std::vector<nosv_task_t>& tasks) {
-        for (nosv_task_t t : tasks)
-            check(nosv_destroy(t, NOSV_DESTROY_NONE), "nosv_destroy");
-    };
 
     // Four tasks a CPU in flight, so that every CPU has work to be woken for.
-    std::vector<nosv_task_t> batch = make(4 * size_t(ncpus), -1);
+    std::vector<nosv_task_t> batch = make_tasks(type, 4 * size_t(ncpus), {-1, o.task_us});
     const auto start = Clock::now();
     const auto limit = start + std::chrono::duration<double>(o.seconds);
     while (!covered(seen.cpus) && Clock::now() < limit) {
@@ -289,14 +293,14 @@ Seen work(const Options& o) {
         ++seen.rounds;
     }
     seen.cover_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    destroy(batch);
+    destroy_tasks(batch);
 
     for (size_t i = 0; i < seen.nodes.size(); ++i) {
         const size_t n = 2 * size_t(std::max(1, seen.cpus_in_node[i]));
-        std::vector<nosv_task_t> strict = make(n, seen.nodes[i]);
+        std::vector<nosv_task_t> strict = make_tasks(type, n, {seen.nodes[i], o.task_us});
         for (int r = 0; r < o.numa_rounds; ++r)
             run_batch(strict);
-        destroy(strict);
+        destroy_tasks(strict);
     }
     check(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), "nosv_type_destroy");
     check(nosv_shutdown(), "nosv_shutdown");
@@ -319,15 +323,10 @@ void home_work(const Options& o, int node, int n) {
     check(nosv_type_init(&type, task_run, nullptr, nullptr, "home", nullptr, nullptr,
                          NOSV_TYPE_INIT_NONE),
           "nosv_type_init");
-    std::vector<nosv_task_t> tasks(static_cast<size_t>(n));
-    for (auto& t : tasks) {
-        check(nosv_create(&t, type, sizeof(TaskArgs), NOSV_CREATE_JOINABLE), "nosv_create");
-        *static_cast<TaskArgs*>(nosv_get_task_metadata(t)) = {-1, o.task_us, node};
-    }
+    std::vector<nosv_task_t> tasks = make_tasks(type, size_t(n), {-1, o.task_us, node});
     for (int r = 0; r < o.home_rounds; ++r)
         run_batch(tasks);
-    for (nosv_task_t t : tasks)
-        check(nosv_destroy(t, NOSV_DESTROY_NONE), "nosv_destroy");
+    destroy_tasks(tasks);
     check(nosv_type_destroy(type, NOSV_TYPE_DESTROY_NONE), "nosv_type_destroy");
     check(nosv_shutdown(), "nosv_shutdown");
 }
