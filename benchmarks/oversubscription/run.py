@@ -342,10 +342,10 @@ def catalogue(long, cpus=None):
 
     # Program threads calling libraries with pools of their own (issue 50), not in DEFAULT:
     # BLAS from T threads of a ThreadPoolExecutor (as Dask, joblib's threading backend and
-    # servers do), T from 2 to 4x the CPUs, against one thread doing all the products; a Dask
+    # servers do), T from 1 to 4x the CPUs, against one thread doing all the products; a Dask
     # blocked matmul on its threaded scheduler, against Dask's synchronous one; a C++
     # program whose std::threads each open OpenMP regions, against one thread after another.
-    for t in sorted({2, cpus, 2 * cpus, 4 * cpus}):
+    for t in sorted({1, 2, cpus, 2 * cpus, 4 * cpus}):
         bt = python("blas_threads.py", "--threads", str(t), cpus=cpus)
         bt_alone = python("blas_threads.py", "--threads", "1", "--total-threads", str(t),
                           cpus=cpus)

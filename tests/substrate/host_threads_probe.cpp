@@ -21,6 +21,7 @@
 // (`yields_stay_in_coexec`), at least one (`yields_may_reach_kernel`) or at
 // most ten (`yields_back_off`) reached the definition after
 // libcoexec-host.so's (kernel_yield_counter.cpp, preloaded after it).
+// `idle_spin_naps` neither: see idle_spin_naps().
 //
 // Exit status: 0 when the calling thread was hosted before the call and
 // still is after it, 2 for bad arguments, 3 when it is not hosted, 4 when
@@ -273,6 +274,41 @@ int kernel_yields_of_100() {
     return count->load() - before;
 }
 
+// The thread spins on sched_yield while a thread it starts works in 50 us
+// pieces with a yield after each, both on the segment's one CPU. A spin
+// that naps leaves the worker's yields nothing to hand the CPU to; one that
+// queued for the CPU at every yield would take a turn at each of them. True
+// when, over the worker's last 1,000 pieces (the spin is 50 ms old by
+// then), the spinner took fewer than 250 turns.
+bool idle_spin_naps() {
+    constexpr int kPieces = 2000;
+    std::atomic<long> spins{0};
+    std::atomic<bool> done{false};
+    long spins_at_half = 0;
+    std::thread worker([&] {
+        for (int i = 0; i < kPieces; ++i) {
+            if (i == kPieces / 2) spins_at_half = spins.load(std::memory_order_relaxed);
+            timespec start{}, now{};
+            ::clock_gettime(CLOCK_MONOTONIC, &start);
+            do {
+                ::clock_gettime(CLOCK_MONOTONIC, &now);
+            } while ((now.tv_sec - start.tv_sec) * 1'000'000'000L + now.tv_nsec - start.tv_nsec <
+                     50'000);
+            ::sched_yield();
+        }
+        done.store(true, std::memory_order_relaxed);
+    });
+    while (!done.load(std::memory_order_relaxed)) {
+        ::sched_yield();
+        spins.fetch_add(1, std::memory_order_relaxed);
+    }
+    worker.join();
+    const long turns = spins.load() - spins_at_half;
+    std::printf("idle_spin_naps: %ld turns of the spinner in %d pieces of the worker\n", turns,
+                kPieces / 2);
+    return turns < 250;
+}
+
 const std::map<std::string, std::function<bool()>>& operations() {
     static const std::map<std::string, std::function<bool()>> ops{
         {"pthread_cond_wait", [] { return cond_wait(false); }},
@@ -333,6 +369,7 @@ const std::map<std::string, std::function<bool()>>& operations() {
         {"yields_stay_in_coexec", [] { return kernel_yields_of_100() == 0; }},
         {"yields_may_reach_kernel", [] { return kernel_yields_of_100() > 0; }},
         {"yields_back_off", [] { return kernel_yields_of_100() <= 10; }},
+        {"idle_spin_naps", idle_spin_naps},
     };
     return ops;
 }

@@ -201,6 +201,21 @@ TEST(HostThreads, KernelYieldsBackOffBesideAProgramOutsideCoexec) {
     EXPECT_EQ(rc, 0) << "4: more than 10 of 100 yields went to the kernel beside the spinner";
 }
 
+// A hosted thread that has spun on sched_yield for a while naps while work
+// waits for its CPU, instead of queueing for the CPU at every yield: beside
+// a worker of its process that yields between 50 us pieces of work on one
+// CPU, it takes a turn at far fewer than a quarter of the worker's yields
+// once it has spun 50 ms (about one per millisecond; one per yield without
+// naps, and so before SpinStreak).
+TEST(HostThreads, LongSpinOnSchedYieldNapsWhileWorkWaits) {
+    test::ScopedSegment seg("topology.binding=0");
+    const int rc = test::wait_child(
+        test_support::spawn({kProbe, "idle_spin_naps", "-1", "started"},
+                            {{"COEXEC_HOST_THREADS", "all"}, {"LD_PRELOAD", kPreload}}),
+        test::kPatience);
+    EXPECT_EQ(rc, 0) << "4: the spinner took a turn at a quarter of the worker's yields or more";
+}
+
 // Without COEXEC_HOST_THREADS (or with none), nothing is hosted: the probe
 // says so (exit 3) without touching the segment.
 TEST(HostThreads, OffUnlessAsked) {
