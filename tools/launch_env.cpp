@@ -124,6 +124,19 @@ bool run_environment(const Adapters& o, const fs::path& lib, const GetEnv& get,
     // which also has the case where main is better: CPU hogs outside
     // coexec).
     out.push_back({"COEXEC_HOST_THREADS", "all", false});
+    // OpenBLAS's pthreads pool, hosted then, spins on sched_yield after each
+    // call for 2^OPENBLAS_THREAD_TIMEOUT cycles before it sleeps on a
+    // condition variable: 2^28 by default, 0.1 s at 2.6 GHz. Each hosted
+    // yield hands the CPU to the process's other work, but while the pool
+    // spins it queues for a CPU again at once, so the OpenMP team beside it
+    // (a scikit-learn fit next to a thread doing matmuls) hands a CPU back
+    // and forth with it at every barrier: such runs took 0.48-0.49 s where
+    // those whose matmuls ended in the fit's serial code took 0.38-0.41 s,
+    // 3 runs in 8 slow; with 2^23 cycles (3 ms) 8 of 8 took 0.37-0.41 s
+    // (docs/python.md). A call after a longer idle pays a wake-up: a
+    // 300x300 matmul every 5 ms took 610-640 us instead of 600-820 us.
+    if (std::optional<std::string> mode = get("COEXEC_HOST_THREADS"); !mode || *mode == "all")
+        out.push_back({"OPENBLAS_THREAD_TIMEOUT", "23", false});
     return true;
 }
 

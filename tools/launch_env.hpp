@@ -36,9 +36,10 @@ struct EnvVar {
 // The variables that make a program started with environment `get` run on
 // the adapters found under `lib` (the directory of libcoexec.so, with
 // coexec/<adapter>/ in it): LD_LIBRARY_PATH and LD_PRELOAD, each with
-// coexec's entries in front of what `get` has, and COEXEC_HOST_THREADS=all
-// unless it is set. Returns false with `error` set when an adapter asked for
-// is not built.
+// coexec's entries in front of what `get` has, COEXEC_HOST_THREADS=all
+// unless it is set, and then OPENBLAS_THREAD_TIMEOUT=23 unless it is set
+// (the hosted OpenBLAS pool spins for 3 ms after a call, not 0.1 s).
+// Returns false with `error` set when an adapter asked for is not built.
 bool run_environment(const Adapters& adapters, const std::filesystem::path& lib, const GetEnv& get,
                      std::vector<EnvVar>& out, std::string& error);
 

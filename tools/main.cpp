@@ -75,7 +75,8 @@ void add_run(CLI::App& app, Cli& cli) {
                 "Puts the adapters on LD_LIBRARY_PATH and LD_PRELOAD and execs CMD, so it\n"
                 "exits with the status of CMD. The program's threads are coexec threads\n"
                 "too: COEXEC_HOST_THREADS is set to all unless it is set (main: the main\n"
-                "thread only; none: no program thread). COEXEC_OPENBLAS_DIR\n"
+                "thread only; none: no program thread), and under all\n"
+                "OPENBLAS_THREAD_TIMEOUT to 23 unless it is set. COEXEC_OPENBLAS_DIR\n"
                 "names a directory of libopenblas.so.0 to use instead of the system's\n"
                 "(with --openmp, or no adapter named).");
     run->add_flag("--openmp", cli.run.openmp, "Re-host OpenMP (libomp and libgomp programs)");

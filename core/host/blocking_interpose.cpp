@@ -145,32 +145,33 @@ class KernelYield {
 thread_local KernelYield t_kernel_yield;
 
 // A hosted thread that spins on sched_yield with nothing between its yields
-// (an idle pool: OpenBLAS's pthreads pool looks for work that way for 0.1 s
-// before it sleeps; a program's own pool may for ever) queues for a CPU again
-// after each yield. An OpenMP team of its process then finds it waiting at
-// every barrier, and its waits hand it a CPU and wait to get one back: a
-// team of 2 opening 20,000 short regions beside such a spinner took
-// 0.61-0.79 s, against 0.19 s without the spinner and 0.20-0.41 s without
+// (an idle pool looking for its next job: OpenBLAS's pthreads pool does so
+// for 0.1 s after each call unless OPENBLAS_THREAD_TIMEOUT, which `coexec
+// run` sets, says less; a program's own pool may for ever) queues for a CPU
+// again after each yield. An OpenMP team of its process then finds it
+// waiting at every barrier, and its waits hand it a CPU and wait to get one
+// back: a team of 2 opening 20,000 short regions beside such a spinner took
+// 0.61-2.9 s, against 0.19 s without the spinner and 0.20-0.52 s without
 // coexec (2 CPUs). So once a thread has spun for kSpinNs, a yield while
 // work waits for a CPU naps instead: the thread lends its CPU for a 32nd of
-// its spin so far, at most kLastNapNs, and looks again. A thread that
-// waits that long was not expecting its answer within microseconds, and
-// the nap delays it by a 32nd at most.
+// its spin so far, at most kLastNapNs, and looks again: the team then took
+// 0.21-0.30 s in 14 runs of 19, 0.38-1.12 s in the others (a run can end
+// early, see below). The job such a pool waits for is posted
+// in memory, where no wake-up reaches the nap: it starts up to a 32nd of
+// the pool's idle time late.
 //
 // The spin is the thread's run of yields with less than kGapNs between one
-// yield's return and the next call. A yield after a longer gap ran some
-// work first (a worker that yields between work items); two such in a row
-// end the run, one alone does not: the kernel may have run another program
-// on the CPU in between.
+// yield's return and the next call; a longer gap ran some work (a worker
+// that yields between work items, or a pool thread between the waits of a
+// job) and starts a new run. Counting two long gaps in a row instead, so
+// that the kernel running another program in a gap would not end a run,
+// made threads that alternate work and short waits nap in every wait: two
+// PyTorch processes took 2.2 s instead of 0.9 s.
 class SpinStreak {
   public:
     // How long the yield called at `now` naps instead, in ns; 0 for none.
     uint64_t nap(uint64_t now) {
-        if (now - returned_ > kGapNs) {
-            if (++long_gaps_ >= 2 || started_ == 0) started_ = now;
-        } else {
-            long_gaps_ = 0;
-        }
+        if (now - returned_ > kGapNs) started_ = now;
         const uint64_t spun = now - started_;
         return spun < kSpinNs ? 0 : std::min(spun / 32, kLastNapNs);
     }
@@ -184,7 +185,6 @@ class SpinStreak {
   private:
     uint64_t returned_ = 0;
     uint64_t started_ = 0;
-    unsigned long_gaps_ = 0;
 };
 
 thread_local SpinStreak t_spin_streak;

@@ -631,6 +631,27 @@ TEST_F(CliRun, HostsEveryThreadAndKeepsTheSystemBlasByDefault) {
     EXPECT_EQ(env_value(o.out, "COEXEC_HOST_THREADS"), "main");
 }
 
+// With every thread hosted, OpenBLAS's pthreads pool spins 2^23 cycles after
+// a call, not its default 2^28, unless the user chose; under main its pool
+// is not hosted, and its default is left alone.
+TEST_F(CliRun, ShortensOpenblasIdleSpinOnlyWhenItsPoolIsHosted) {
+    const std::string show = "echo OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT-(unset)}";
+    Outcome o = run({"--", "/bin/sh", "-c", show},
+                    Env{{"COEXEC_HOST_THREADS", ""}, {"OPENBLAS_THREAD_TIMEOUT", ""}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "OPENBLAS_THREAD_TIMEOUT"), "23");
+    o = run({"--", "/bin/sh", "-c", show},
+            Env{{"COEXEC_HOST_THREADS", "all"}, {"OPENBLAS_THREAD_TIMEOUT", "28"}});
+    ASSERT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(env_value(o.out, "OPENBLAS_THREAD_TIMEOUT"), "28");
+    for (const char* mode : {"main", "none"}) {
+        o = run({"--", "/bin/sh", "-c", show},
+                Env{{"COEXEC_HOST_THREADS", mode}, {"OPENBLAS_THREAD_TIMEOUT", ""}});
+        ASSERT_EQ(o.status, 0) << o.err;
+        EXPECT_EQ(env_value(o.out, "OPENBLAS_THREAD_TIMEOUT"), "(unset)") << mode;
+    }
+}
+
 TEST_F(CliRun, DefaultTakesEveryBuiltAdapter) {
     add_adapter("openmp", "libomp.so.5");
     add_adapter("pocl", "libcoexec-pocl.so");
