@@ -20,6 +20,7 @@ import csv
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (ctest runs this)
@@ -202,11 +203,28 @@ def read_meta(folder, date, commit):
     return meta
 
 
+def commit_depth(commit):
+    """How many commits lead to `commit` in the repository's history (later commits have
+    more), or -1 where git or the commit is not at hand (a tarball, a shallow clone)."""
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "rev-list", "--count", commit],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return -1
+    return int(out.stdout) if out.returncode == 0 and out.stdout.strip().isdigit() else -1
+
+
 def folders(results):
-    """The YYYY-MM-DD-<commit> folders, newest first."""
-    names = sorted((n for n in os.listdir(results)
-                    if FOLDER.match(n) and os.path.isdir(os.path.join(results, n))),
-                   reverse=True)
+    """The YYYY-MM-DD-<commit> folders, newest first: by date, and within a day by the
+    commits' order in history (else by name)."""
+    names = [n for n in os.listdir(results)
+             if FOLDER.match(n) and os.path.isdir(os.path.join(results, n))]
+
+    def key(name):
+        date, commit = FOLDER.match(name).groups()
+        return date, commit_depth(commit), name
+
+    names.sort(key=key, reverse=True)
     if not names:
         raise SystemExit(f"results-page.py: no YYYY-MM-DD-<commit> folder in {results}")
     return names
