@@ -135,6 +135,10 @@ bool run_environment(const Adapters& o, const fs::path& lib, const GetEnv& get,
     // 3 runs in 8 slow; with 2^23 cycles (3 ms) 8 of 8 took 0.37-0.41 s
     // (docs/python.md). A call after a longer idle pays a wake-up: a
     // 300x300 matmul every 5 ms took 610-640 us instead of 600-820 us.
+    // Pools that coexec cannot configure nap once they have spun 10 ms
+    // (SpinStreak, core/host/blocking_interpose.cpp), but a nap ends on a
+    // timer, where OpenBLAS's sleep ends at the next call's signal: with
+    // naps alone, 2 scikit-learn runs of 5 took 0.44-0.51 s.
     if (std::optional<std::string> mode = get("COEXEC_HOST_THREADS"); !mode || *mode == "all")
         out.push_back({"OPENBLAS_THREAD_TIMEOUT", "23", false});
     return true;
