@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -288,12 +289,9 @@ bool idle_spin_naps() {
     std::thread worker([&] {
         for (int i = 0; i < kPieces; ++i) {
             if (i == kPieces / 2) spins_at_half = spins.load(std::memory_order_relaxed);
-            timespec start{}, now{};
-            ::clock_gettime(CLOCK_MONOTONIC, &start);
-            do {
-                ::clock_gettime(CLOCK_MONOTONIC, &now);
-            } while ((now.tv_sec - start.tv_sec) * 1'000'000'000L + now.tv_nsec - start.tv_nsec <
-                     50'000);
+            const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+            while (std::chrono::steady_clock::now() < until) {
+            }
             ::sched_yield();
         }
         done.store(true, std::memory_order_relaxed);

@@ -5,8 +5,6 @@
 #include "support.hpp"
 
 #include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 #include <atomic>
 #include <string>
